@@ -1,0 +1,1 @@
+"""Benchmarks for langchain-gated-parent (not part of the installed package)."""

@@ -1,0 +1,567 @@
+"""The retrievers compared by the QASPER benchmark, behind one small interface.
+
+Every peer indexes the same rendered papers (:mod:`benchmarks.qasper_data`) with the same
+embeddings, keeps its index in a persistent directory (so bytes on disk can be measured), and
+answers ``search(question, paper_id)``: ``paper_id`` set is the paper setting (search only that
+paper), ``None`` the corpus setting.
+
+Peers:
+
+* ``flat-para``: one vector per paragraph in a Chroma collection (cosine), top 60.
+* ``flat-chunk``: ``RecursiveCharacterTextSplitter(1000, 100)`` over each paper's Markdown, top 30.
+* ``bm25-para``: BM25 (bm25s, Lucene variant, English stop words, no stemming) over paragraphs,
+  top 60; the paper setting ranks the paper's paragraphs by their corpus-wide BM25 scores.
+* ``lc-pdr``: LangChain ``ParentDocumentRetriever``; parents = whole sections (heading and
+  paragraphs), children = ``RecursiveCharacterTextSplitter(400, 0)``, 20 children; returns sections.
+* ``llamaindex-automerging``: ``HierarchicalNodeParser([2048, 512, 128])`` leaves in a
+  ``VectorStoreIndex`` + ``AutoMergingRetriever``, top 12 leaves; returns (merged) nodes.
+* ``gated`` and variants (:data:`GATED_VARIANTS`): this package's ``GatedParentIndex``.
+"""
+
+# Heavy dependencies are imported where used, so each worker process loads (and is charged
+# peak memory for) only the retriever it runs.
+# ruff: noqa: PLC0415
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from benchmarks.embedding_cache import model_name_of
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+
+    from langchain_core.embeddings import Embeddings
+
+    from benchmarks.metrics import Span
+    from benchmarks.qasper_data import Paper
+
+logger = logging.getLogger(__name__)
+
+DOC_ID = "doc_id"
+START = "start_index"
+END = "end_index"
+
+
+@dataclass
+class SearchResult:
+    """What one query returned, in rank order.
+
+    Attributes:
+        texts: Returned texts (for the context metric).
+        spans: ``(paper_id, start, end)`` of each returned text, or ``None`` when the peer
+            returns section-sized (or merged) results: ranking metrics are then not computed.
+    """
+
+    texts: list[str]
+    spans: list[Span] | None
+
+
+@dataclass
+class Peer(ABC):
+    """A retriever under test.
+
+    Attributes:
+        name: The name used on the command line and in results.
+    """
+
+    name: str
+
+    @abstractmethod
+    def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
+        """Index the papers under ``directory``; return the number of vectors stored."""
+
+    @abstractmethod
+    def search(self, question: str, paper_id: str | None) -> SearchResult:
+        """Return results for a question (``paper_id`` restricts the search to one paper)."""
+
+    def gate(self, question: str, paper_id: str | None) -> list[Span] | None:  # noqa: ARG002
+        """Return the spans of the parents a gate opened (``None`` for peers without a gate)."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (clients, files) before the directory is measured or removed."""
+
+
+# --------------------------------------------------------------------------- Chroma helpers
+
+
+def _chroma_client(directory: Path) -> Any:  # noqa: ANN401 - chromadb.ClientAPI
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(
+        path=str(directory / "chroma"), settings=Settings(anonymized_telemetry=False)
+    )
+
+
+def _cosine_collection(client: Any, name: str) -> Any:  # noqa: ANN401 - chromadb Collection
+    return client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"})
+
+
+def _add_batched(
+    client: Any,  # noqa: ANN401
+    collection: Any,  # noqa: ANN401
+    *,
+    ids: list[str],
+    texts: list[str],
+    vectors: list[list[float]],
+    metadatas: list[dict[str, Any]],
+) -> None:
+    step = int(client.get_max_batch_size())
+    for i in range(0, len(ids), step):
+        collection.add(
+            ids=ids[i : i + step],
+            documents=texts[i : i + step],
+            embeddings=vectors[i : i + step],
+            metadatas=metadatas[i : i + step],
+        )
+
+
+@dataclass
+class _ChromaPeer(Peer):
+    """A flat dense retriever over spans of the papers (paragraphs or chunks)."""
+
+    k: int = 60
+    _client: Any = field(default=None, init=False, repr=False)
+    _collection: Any = field(default=None, init=False, repr=False)
+    _embeddings: Any = field(default=None, init=False, repr=False)
+
+    @abstractmethod
+    def units(self, paper: Paper) -> list[tuple[str, int, int]]:
+        """Return ``(text, start, end)`` of the units indexed for a paper."""
+
+    def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
+        ids: list[str] = []
+        texts: list[str] = []
+        metadatas: list[dict[str, Any]] = []
+        for paper in papers:
+            for n, (text, start, end) in enumerate(self.units(paper)):
+                ids.append(f"{paper.paper_id}#{n}")
+                texts.append(text)
+                metadatas.append({DOC_ID: paper.paper_id, START: start, END: end})
+        vectors = embeddings.embed_documents(texts)
+        self._embeddings = embeddings
+        self._client = _chroma_client(directory)
+        self._collection = _cosine_collection(self._client, self.name.replace("-", "_"))
+        _add_batched(
+            self._client,
+            self._collection,
+            ids=ids,
+            texts=texts,
+            vectors=vectors,
+            metadatas=metadatas,
+        )
+        return len(ids)
+
+    def search(self, question: str, paper_id: str | None) -> SearchResult:
+        vector = self._embeddings.embed_query(question)
+        res = self._collection.query(
+            query_embeddings=[vector],
+            n_results=self.k,
+            where={DOC_ID: paper_id} if paper_id is not None else None,
+            include=["documents", "metadatas"],
+        )
+        texts = list(res["documents"][0])
+        spans = [(m[DOC_ID], int(m[START]), int(m[END])) for m in res["metadatas"][0]]
+        return SearchResult(texts=texts, spans=spans)
+
+    def close(self) -> None:
+        self._collection = None
+        self._client = None
+
+
+@dataclass
+class FlatParagraphs(_ChromaPeer):
+    """``flat-para``: one vector per paragraph."""
+
+    def units(self, paper: Paper) -> list[tuple[str, int, int]]:
+        return [(p.text, p.start, p.end) for p in paper.paragraphs]
+
+
+@dataclass
+class FlatChunks(_ChromaPeer):
+    """``flat-chunk``: ``RecursiveCharacterTextSplitter(1000, 100)`` over the paper Markdown."""
+
+    k: int = 30
+    chunk_size: int = 1000
+    chunk_overlap: int = 100
+
+    def units(self, paper: Paper) -> list[tuple[str, int, int]]:
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+        splitter = RecursiveCharacterTextSplitter(
+            chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap, add_start_index=True
+        )
+        docs = splitter.create_documents([paper.markdown])
+        units = []
+        for doc in docs:
+            start = int(doc.metadata[START])
+            end = start + len(doc.page_content)
+            if paper.markdown[start:end] != doc.page_content:
+                msg = f"flat-chunk: start_index of a chunk of {paper.paper_id} is wrong"
+                raise RuntimeError(msg)
+            units.append((doc.page_content, start, end))
+        return units
+
+
+# --------------------------------------------------------------------------- BM25
+
+
+@dataclass
+class BM25Paragraphs(Peer):
+    """``bm25-para``: bm25s over paragraphs (Lucene BM25, k1 1.5, b 0.75)."""
+
+    k: int = 60
+    stopwords: str = "en"
+    _bm25: Any = field(default=None, init=False, repr=False)
+    _texts: list[str] = field(default_factory=list, init=False, repr=False)
+    _spans: list[Span] = field(default_factory=list, init=False, repr=False)
+    _by_paper: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
+
+    def _tokenize(self, texts: list[str]) -> list[list[str]]:
+        import bm25s
+
+        return bm25s.tokenize(  # type: ignore[no-any-return]
+            texts, stopwords=self.stopwords, return_ids=False, show_progress=False
+        )
+
+    def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:  # noqa: ARG002
+        import bm25s
+
+        rows: dict[str, list[int]] = {}
+        for paper in papers:
+            for para in paper.paragraphs:
+                rows.setdefault(paper.paper_id, []).append(len(self._texts))
+                self._texts.append(para.text)
+                self._spans.append((paper.paper_id, para.start, para.end))
+        self._by_paper = {pid: np.asarray(idx) for pid, idx in rows.items()}
+        self._bm25 = bm25s.BM25()
+        self._bm25.index(self._tokenize(self._texts), show_progress=False)
+        self._bm25.save(str(directory / "bm25"), show_progress=False)
+        return 0
+
+    def search(self, question: str, paper_id: str | None) -> SearchResult:
+        vocab = self._bm25.vocab_dict
+        tokens = [t for t in self._tokenize([question])[0] if t in vocab]
+        n_docs = len(self._texts)
+        scores = self._bm25.get_scores(tokens) if tokens else np.zeros(n_docs, dtype=np.float32)
+        candidates = self._by_paper[paper_id] if paper_id is not None else np.arange(n_docs)
+        # Stable sort: ties keep document order.
+        order = candidates[np.argsort(-scores[candidates], kind="stable")][: self.k]
+        return SearchResult(
+            texts=[self._texts[i] for i in order], spans=[self._spans[i] for i in order]
+        )
+
+
+# --------------------------------------------------------------------------- LangChain PDR
+
+
+@dataclass
+class LangChainParentDocument(Peer):
+    """``lc-pdr``: ``ParentDocumentRetriever`` with whole sections as parents."""
+
+    k: int = 20
+    child_size: int = 400
+    _retriever: Any = field(default=None, init=False, repr=False)
+
+    def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
+        from langchain_chroma import Chroma
+        from langchain_classic.retrievers import ParentDocumentRetriever
+        from langchain_classic.storage import LocalFileStore, create_kv_docstore
+        from langchain_core.documents import Document
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+        client = _chroma_client(directory)
+        vectorstore = Chroma(
+            client=client,
+            collection_name="lc_pdr_children",
+            embedding_function=embeddings,
+            collection_metadata={"hnsw:space": "cosine"},
+        )
+        docstore = create_kv_docstore(LocalFileStore(str(directory / "docstore")))
+        self._retriever = ParentDocumentRetriever(
+            vectorstore=vectorstore,
+            docstore=docstore,
+            child_splitter=RecursiveCharacterTextSplitter(
+                chunk_size=self.child_size, chunk_overlap=0
+            ),
+            id_key="parent_id",
+            search_kwargs={"k": self.k},
+        )
+        parents: list[Document] = []
+        ids: list[str] = []
+        for paper in papers:
+            for sec in paper.sections:
+                parents.append(
+                    Document(
+                        page_content=paper.section_text(sec),
+                        metadata={DOC_ID: paper.paper_id, START: sec.start, END: sec.end},
+                    )
+                )
+                # LocalFileStore keys allow [A-Za-z0-9_.-/] only.
+                ids.append(sec.section_id.replace(":", "_"))
+        # Chroma.add_texts does not batch (max 5461 rows per add): add a few sections at a time.
+        step = 200
+        for i in range(0, len(parents), step):
+            self._retriever.add_documents(parents[i : i + step], ids=ids[i : i + step])
+        return int(vectorstore._collection.count())  # noqa: SLF001
+
+    def search(self, question: str, paper_id: str | None) -> SearchResult:
+        kwargs: dict[str, Any] = {"k": self.k}
+        if paper_id is not None:
+            kwargs["filter"] = {DOC_ID: paper_id}
+        # MultiVectorRetriever reads search_kwargs on every call and takes no per-call kwargs.
+        self._retriever.search_kwargs = kwargs
+        docs = self._retriever.invoke(question)
+        return SearchResult(texts=[d.page_content for d in docs], spans=None)
+
+    def close(self) -> None:
+        self._retriever = None
+
+
+# --------------------------------------------------------------------------- LlamaIndex
+
+
+def _llamaindex_offline_setup() -> None:
+    """Make LlamaIndex tokenize with our offline cl100k_base encoding.
+
+    LlamaIndex's default tokenizer is ``tiktoken.encoding_for_model("gpt-3.5-turbo")`` (served
+    from a cache bundled in llama-index-core, but we do not rely on it), and its sentence
+    splitter uses NLTK punkt data bundled in ``llama_index/core/_static/nltk_cache``; nothing is
+    downloaded as long as ``NLTK_DATA`` is not pointed elsewhere.
+    """
+    from llama_index.core import set_global_tokenizer
+
+    from langchain_gated_parent.tokens import get_encoding
+
+    set_global_tokenizer(get_encoding("cl100k_base").encode_ordinary)
+
+
+def llamaindex_embedding_adapter(embeddings: Embeddings) -> Any:  # noqa: ANN401
+    """Wrap LangChain ``Embeddings`` as a LlamaIndex ``BaseEmbedding``.
+
+    Documents go through ``embed_documents`` (so through the disk cache), queries through
+    ``embed_query`` (live).
+    """
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from pydantic import PrivateAttr
+
+    class LangChainEmbeddingAdapter(BaseEmbedding):
+        """Adapter from LangChain ``Embeddings`` to LlamaIndex ``BaseEmbedding``."""
+
+        _lc: Any = PrivateAttr()
+
+        def __init__(self, lc: Embeddings) -> None:
+            super().__init__(model_name=model_name_of(lc), embed_batch_size=2048)
+            self._lc = lc
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return list(self._lc.embed_query(query))
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return list(self._lc.embed_documents([text])[0])
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return [list(v) for v in self._lc.embed_documents(texts)]
+
+    return LangChainEmbeddingAdapter(embeddings)
+
+
+@dataclass
+class LlamaIndexAutoMerging(Peer):
+    """``llamaindex-automerging``: hierarchical nodes + ``AutoMergingRetriever``."""
+
+    similarity_top_k: int = 12
+    chunk_sizes: tuple[int, ...] = (2048, 512, 128)
+    _index: Any = field(default=None, init=False, repr=False)
+    _storage: Any = field(default=None, init=False, repr=False)
+
+    def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
+        _llamaindex_offline_setup()
+        from llama_index.core import Document as LIDocument
+        from llama_index.core import StorageContext, VectorStoreIndex
+        from llama_index.core.node_parser import HierarchicalNodeParser, get_leaf_nodes
+
+        parser = HierarchicalNodeParser.from_defaults(chunk_sizes=list(self.chunk_sizes))
+        docs = [
+            LIDocument(
+                text=paper.markdown,
+                id_=paper.paper_id,
+                metadata={DOC_ID: paper.paper_id},
+                # Keep the id out of the embedded text and out of the chunk-size budget.
+                excluded_embed_metadata_keys=[DOC_ID],
+                excluded_llm_metadata_keys=[DOC_ID],
+            )
+            for paper in papers
+        ]
+        nodes = parser.get_nodes_from_documents(docs)
+        leaves = get_leaf_nodes(nodes)
+        self._storage = StorageContext.from_defaults()
+        self._storage.docstore.add_documents(nodes)
+        self._index = VectorStoreIndex(
+            leaves,
+            storage_context=self._storage,
+            embed_model=llamaindex_embedding_adapter(embeddings),
+        )
+        self._storage.persist(persist_dir=str(directory / "llamaindex"))
+        return len(leaves)
+
+    def search(self, question: str, paper_id: str | None) -> SearchResult:
+        from llama_index.core.retrievers import AutoMergingRetriever
+        from llama_index.core.vector_stores import ExactMatchFilter, MetadataFilters
+
+        filters = (
+            MetadataFilters(filters=[ExactMatchFilter(key=DOC_ID, value=paper_id)])
+            if paper_id is not None
+            else None
+        )
+        base = self._index.as_retriever(similarity_top_k=self.similarity_top_k, filters=filters)
+        retriever = AutoMergingRetriever(base, self._storage)
+        nodes = retriever.retrieve(question)
+        return SearchResult(texts=[n.node.get_content() for n in nodes], spans=None)
+
+
+# --------------------------------------------------------------------------- this package
+
+
+@dataclass(frozen=True)
+class GatedVariant:
+    """How to build and query one variant of ``GatedParentIndex``.
+
+    Attributes:
+        build: Keyword arguments of ``GatedParentIndex(embeddings, directory=..., **build)``.
+        retriever: Keyword arguments of ``index.as_retriever(**retriever)``.
+        return_parents: Query with ``return_parents=True`` (section results: EvR only).
+    """
+
+    build: dict[str, Any] = field(default_factory=dict)
+    retriever: dict[str, Any] = field(default_factory=dict)
+    return_parents: bool = False
+
+
+GATED_K = 60
+"""Children asked of every gated variant, enough to fill 2,048 tokens where the gate allows."""
+
+GATED_VARIANTS: dict[str, GatedVariant] = {
+    "gated": GatedVariant(retriever={"k": GATED_K}),
+    "gated-text": GatedVariant(build={"parent_representation": "text"}, retriever={"k": GATED_K}),
+    "gated-published": GatedVariant(
+        build={"parent_representation": "text"},
+        retriever={"k": GATED_K, "alpha": 0.4, "parent_top_k": 3, "child_per_parent": 6},
+    ),
+    "gated-parents": GatedVariant(retriever={"k": GATED_K}, return_parents=True),
+}
+"""Gated variants by name; add one with a line here."""
+
+
+@dataclass
+class GatedPeer(Peer):
+    """This package's ``GatedParentIndex`` with one :class:`GatedVariant`."""
+
+    variant: GatedVariant = field(default_factory=GatedVariant)
+    _index: Any = field(default=None, init=False, repr=False)
+    _retriever: Any = field(default=None, init=False, repr=False)
+
+    def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
+        from langchain_core.documents import Document
+
+        from langchain_gated_parent.index import GatedParentIndex
+
+        self._index = GatedParentIndex(
+            embeddings, directory=directory / "gated", **self.variant.build
+        )
+        self._index.add_documents(
+            [
+                Document(
+                    page_content=paper.markdown,
+                    metadata={DOC_ID: paper.paper_id, "format": "markdown", "title": paper.title},
+                )
+                for paper in papers
+            ]
+        )
+        self._retriever = self._index.as_retriever(**self.variant.retriever)
+        stats = self._index.stats()
+        return int(stats["children"]) + int(stats["parents"])
+
+    def _kwargs(self, paper_id: str | None) -> dict[str, Any]:
+        return {"filter": {DOC_ID: paper_id}} if paper_id is not None else {}
+
+    def search(self, question: str, paper_id: str | None) -> SearchResult:
+        if self.variant.return_parents:
+            docs = self._retriever.invoke(question, return_parents=True, **self._kwargs(paper_id))
+            return SearchResult(texts=[d.page_content for d in docs], spans=None)
+        docs = self._retriever.invoke(question, **self._kwargs(paper_id))
+        spans = [
+            (str(d.metadata[DOC_ID]), int(d.metadata[START]), int(d.metadata[END])) for d in docs
+        ]
+        return SearchResult(texts=[d.page_content for d in docs], spans=spans)
+
+    def gate(self, question: str, paper_id: str | None) -> list[Span] | None:
+        exp = self._retriever.explain(question, **self._kwargs(paper_id))
+        return [
+            (str(p.metadata[DOC_ID]), int(p.metadata[START]), int(p.metadata[END]))
+            for p in exp.parents
+        ]
+
+    def close(self) -> None:
+        close = getattr(self._index, "close", None)
+        if callable(close):
+            close()
+        self._retriever = None
+        self._index = None
+
+
+PEERS: dict[str, Callable[[], Peer]] = {
+    "flat-para": lambda: FlatParagraphs(name="flat-para"),
+    "flat-chunk": lambda: FlatChunks(name="flat-chunk"),
+    "bm25-para": lambda: BM25Paragraphs(name="bm25-para"),
+    "lc-pdr": lambda: LangChainParentDocument(name="lc-pdr"),
+    "llamaindex-automerging": lambda: LlamaIndexAutoMerging(name="llamaindex-automerging"),
+}
+for _name, _variant in GATED_VARIANTS.items():
+    PEERS[_name] = lambda n=_name, v=_variant: GatedPeer(name=n, variant=v)  # type: ignore[misc]
+
+DEFAULT_RETRIEVERS = (
+    "flat-para",
+    "flat-chunk",
+    "bm25-para",
+    "lc-pdr",
+    "llamaindex-automerging",
+    *GATED_VARIANTS,
+)
+
+
+def make_peer(name: str) -> Peer:
+    """Return a fresh peer by name.
+
+    Raises:
+        ValueError: If the name is unknown.
+    """
+    try:
+        factory = PEERS[name]
+    except KeyError:
+        msg = f"unknown retriever {name!r}; choose from {', '.join(PEERS)}"
+        raise ValueError(msg) from None
+    return factory()
+
+
+def quiet_third_party() -> None:
+    """Silence known noise: langchain_community deprecation, Chroma telemetry, tokenizers fork."""
+    warnings.filterwarnings(
+        "ignore", message=".*langchain.community.*", category=DeprecationWarning
+    )
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)

@@ -1,0 +1,792 @@
+"""The gated index: a docstore of parents beside Chroma collections of parent and child vectors.
+
+One object owns the three stores and keeps them consistent.
+
+Write order (why a crash never leaves an orphan): for each batch of documents the index first
+records a *pending* manifest entry naming every id the documents had and will have, then deletes
+stale children, stale parent vectors and stale parents (children first), then writes parents to
+the docstore, parent vectors and child vectors (parents first), and last marks the entries
+*complete*. At every instant a visible child has a visible parent. Opening an index rolls back any
+entry still pending (a crash mid-write) by deleting the ids it names, so the document is absent,
+and re-running the same ingest converges to the state of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.stores import BaseStore
+
+from langchain_gated_parent import keys
+from langchain_gated_parent.splitters import ParagraphSplitter, SectionSplitter, split_document
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from langchain_core.embeddings import Embeddings
+    from numpy.typing import NDArray
+
+    from langchain_gated_parent.retriever import GatedParentRetriever
+
+logger = logging.getLogger(__name__)
+
+ParentRepresentation = Literal["centroid", "text"]
+PARENT_REPRESENTATIONS: tuple[str, ...] = ("centroid", "text")
+DEFAULT_PARENT_REPRESENTATION: ParentRepresentation = "centroid"
+
+CONFIG_KEY = "gp-config"
+MANIFEST_PREFIX = "gp-manifest:"
+FORMAT_VERSION = 1
+_RESERVED = frozenset(
+    {
+        keys.DOC_ID,
+        keys.PARENT_ID,
+        keys.CHUNK_ID,
+        keys.SECTION_ID,
+        keys.SECTION_PATH,
+        keys.LEVEL,
+        keys.START_INDEX,
+        keys.END_INDEX,
+        keys.TOKENS,
+        keys.FORMAT,
+    }
+)
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What one ``add_documents`` call did."""
+
+    documents: int
+    parents: int
+    children: int
+    unchanged: int = 0
+    """Documents skipped because the same text was already indexed with the same settings."""
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The result of :meth:`GatedParentIndex.verify`: ``ok`` when the three stores agree."""
+
+    documents: int
+    parents: int
+    children: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no disagreement was found."""
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class ChildRows:
+    """Children fetched for scoring: parallel lists plus their vectors (rows L2-normalized)."""
+
+    ids: list[str]
+    texts: list[str]
+    metadatas: list[dict[str, Any]]
+    vectors: NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class ParentHits:
+    """Parents found by the gate's vector search, best first, scores in [0, 1]."""
+
+    ids: list[str]
+    scores: list[float]
+    metadatas: list[dict[str, Any]]
+
+
+def _default_embeddings() -> Embeddings:
+    from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415 (loads ONNX)
+
+    return MiniLMEmbeddings()
+
+
+def model_name_of(embeddings: Embeddings) -> str:
+    """A stable name for an embeddings object, recorded in the index to refuse a mismatch."""
+    for attr in ("model_name", "model"):
+        value = getattr(embeddings, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(embeddings).__name__
+
+
+def sqlite_docstore(path: Path, namespace: str = "parents") -> BaseStore[str, Document]:
+    """A persistent docstore: LangChain's ``SQLStore`` on SQLite, holding Documents."""
+    return sql_docstore(f"sqlite:///{path}", namespace)
+
+
+def sql_docstore(url: str, namespace: str = "parents") -> BaseStore[str, Document]:
+    """A Document store on any SQLAlchemy URL (``sqlite:///…``, ``postgresql+psycopg://…``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_classic.storage import create_kv_docstore  # noqa: PLC0415
+        from langchain_community.storage import SQLStore  # noqa: PLC0415
+
+    store = SQLStore(namespace=namespace, db_url=url)
+    store.create_schema()
+    return create_kv_docstore(store)
+
+
+def _to_chroma(metadata: dict[str, Any]) -> dict[str, str | int | float | bool]:
+    """Chroma metadata holds scalars only: lists become JSON, ``None`` is dropped."""
+    out: dict[str, str | int | float | bool] = {}
+    for key, value in metadata.items():
+        if value is None:
+            continue
+        if isinstance(value, (str, int, float, bool)):
+            out[key] = value
+        else:
+            out[key] = json.dumps(value, ensure_ascii=False)
+    return out
+
+
+def from_chroma(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """Undo :func:`_to_chroma` for the section path."""
+    out = dict(metadata or {})
+    path = out.get(keys.SECTION_PATH)
+    if isinstance(path, str):
+        out[keys.SECTION_PATH] = json.loads(path)
+    return out
+
+
+def _user_metadata(document: Document) -> dict[str, Any]:
+    """Document-level metadata copied onto parents and children so filters match both."""
+    return {
+        k: v
+        for k, v in document.metadata.items()
+        if k not in _RESERVED and isinstance(v, (str, int, float, bool))
+    }
+
+
+def _content_hash(document: Document) -> str:
+    payload = json.dumps(
+        [document.page_content, sorted(_user_metadata(document).items())], ensure_ascii=False
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _normalize_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def heading_context(metadata: dict[str, Any], text: str) -> str:
+    """The text a child or parent is embedded as: its heading path, then its own text.
+
+    A paragraph alone loses "which section's method is this"; prefixing the path puts it back
+    into the vector without changing the text that is stored, returned and spanned.
+    """
+    path = metadata.get(keys.SECTION_PATH) or []
+    title = metadata.get(keys.TITLE)
+    head = " > ".join([*([title] if title else []), *path])
+    return f"{head}\n\n{text}" if head else text
+
+
+@dataclass
+class _Prepared:
+    """A document split and embedded, ready to write."""
+
+    doc_id: str
+    digest: str
+    parents: list[Document]
+    children: list[Document]
+    child_vectors: NDArray[np.float32]
+    parent_vectors: NDArray[np.float32]
+
+
+class GatedParentIndex:
+    """Parents in a docstore, parent and child vectors in Chroma, kept consistent.
+
+    Setup:
+        .. code-block:: bash
+
+            pip install langchain-gated-parent
+
+    Key init args:
+        embeddings: any LangChain ``Embeddings``; default: the bundled offline MiniLM.
+        directory: a folder for a persistent index (Chroma + SQLite docstore inside).
+        client: a chromadb client (``EphemeralClient``, ``HttpClient``...) instead of a folder.
+        docstore: any ``BaseStore[str, Document]`` for parents (default SQLite in the folder,
+            or in memory with a ``client``).
+        parent_representation: ``"centroid"`` (normalized mean of the parent's child vectors)
+            or ``"text"`` (heading path + parent text, embedded).
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_core.documents import Document
+            from langchain_gated_parent import GatedParentIndex
+
+            index = GatedParentIndex(directory="./my-index")
+            index.add_documents([Document(page_content="# Methods\\n\\n48 h before RNA extraction",
+                                          metadata={"doc_id": "P-1"})])
+            retriever = index.as_retriever(k=4)
+    """
+
+    def __init__(  # noqa: PLR0913 (every argument is a documented, independent knob)
+        self,
+        embeddings: Embeddings | None = None,
+        *,
+        directory: str | Path | None = None,
+        client: ClientAPI | None = None,
+        docstore: BaseStore[str, Document] | None = None,
+        name: str = "gated-parent",
+        parent_representation: ParentRepresentation | None = None,
+        parent_splitter: SectionSplitter | None = None,
+        child_splitter: ParagraphSplitter | None = None,
+    ) -> None:
+        """Open (or create) an index; see the class docstring for the arguments."""
+        if (
+            parent_representation is not None
+            and parent_representation not in PARENT_REPRESENTATIONS
+        ):
+            msg = (
+                f"parent_representation must be one of {', '.join(PARENT_REPRESENTATIONS)}, "
+                f"got {parent_representation!r}"
+            )
+            raise ValueError(msg)
+        import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
+
+        self.directory = Path(directory) if directory is not None else None
+        if self.directory is not None:
+            _prepare_directory(self.directory)
+        if client is None:
+            client = (
+                chromadb.PersistentClient(path=str(self.directory / "chroma"))
+                if self.directory is not None
+                else chromadb.EphemeralClient()
+            )
+        if docstore is None:
+            if self.directory is not None:
+                docstore = sqlite_docstore(self.directory / "docstore.sqlite")
+            else:
+                from langchain_core.stores import InMemoryStore  # noqa: PLC0415
+
+                docstore = InMemoryStore()
+        self.embeddings = embeddings if embeddings is not None else _default_embeddings()
+        self.client = client
+        self.docstore = docstore
+        self.name = name
+        self.parent_splitter = parent_splitter or SectionSplitter()
+        self.child_splitter = child_splitter or ParagraphSplitter()
+        self._write_lock = threading.Lock()
+        self.config = self._load_or_create_config(
+            parent_representation,
+            explicit={
+                "parent_splitter": parent_splitter is not None,
+                "child_splitter": child_splitter is not None,
+                "parent_representation": parent_representation is not None,
+            },
+        )
+        self.parent_representation: ParentRepresentation = self.config["parent_representation"]
+        space = {"hnsw": {"space": "cosine"}}
+        self.parents: Collection = client.get_or_create_collection(
+            f"{name}-parents", configuration=space, embedding_function=None
+        )
+        self.children: Collection = client.get_or_create_collection(
+            f"{name}-children", configuration=space, embedding_function=None
+        )
+        self.recover()
+
+    # ------------------------------------------------------------------ configuration
+    def _settings(self, parent_representation: str) -> dict[str, Any]:
+        return {
+            "format_version": FORMAT_VERSION,
+            "embedding_model": model_name_of(self.embeddings),
+            "parent_representation": parent_representation,
+            "parent_splitter": splitter_settings(self.parent_splitter),
+            "child_splitter": splitter_settings(self.child_splitter),
+        }
+
+    def _load_or_create_config(
+        self, parent_representation: str | None, explicit: dict[str, bool]
+    ) -> dict[str, Any]:
+        """Refuse to mix embeddings or settings; record the settings the index is built with.
+
+        Settings the caller did not pass are taken from the stored record, so reopening an
+        index needs only its directory and embeddings.
+        """
+        wanted = self._settings(parent_representation or DEFAULT_PARENT_REPRESENTATION)
+        stored = self.docstore.mget([CONFIG_KEY])[0]
+        if stored is None:
+            wanted["dimension"] = len(self.embeddings.embed_query("dimension probe"))
+            wanted["metadata_keys"] = []
+            self.docstore.mset([(CONFIG_KEY, Document(page_content=json.dumps(wanted)))])
+            return wanted
+        config: dict[str, Any] = json.loads(stored.page_content)
+        dimension = len(self.embeddings.embed_query("dimension probe"))
+        if (config["embedding_model"], config["dimension"]) != (
+            wanted["embedding_model"],
+            dimension,
+        ):
+            msg = (
+                f"this index was built with embeddings {config['embedding_model']!r} "
+                f"({config['dimension']}-d), not {wanted['embedding_model']!r} ({dimension}-d); "
+                "open it with the same embeddings, or build a new index in another directory"
+            )
+            raise ValueError(msg)
+        for part in ("parent_splitter", "child_splitter", "parent_representation"):
+            if config[part] != wanted[part] and explicit[part]:
+                msg = (
+                    f"this index was built with {part}={config[part]!r}, not {wanted[part]!r}; "
+                    "omit the argument to use the index's own settings, or build a new index"
+                )
+                raise ValueError(msg)
+        self.parent_splitter = SectionSplitter(**config["parent_splitter"])
+        self.child_splitter = ParagraphSplitter(**config["child_splitter"])
+        return config
+
+    # ------------------------------------------------------------------ writing
+    def add_documents(self, documents: Sequence[Document]) -> IndexReport:
+        """Split, embed and store documents; a document with a known id replaces the old one.
+
+        Raises:
+            ValueError: two documents in the batch share an id, a document's ids belong to
+                another document of the index, or a document cannot be split. Nothing is
+                written in that case.
+        """
+        splits = [
+            split_document(
+                d, parent_splitter=self.parent_splitter, child_splitter=self.child_splitter
+            )
+            for d in documents
+        ]
+        _refuse_duplicates([s.doc_id for s in splits])
+        manifests = self._manifests([s.doc_id for s in splits])
+        digests = [_content_hash(d) for d in documents]
+        todo = [
+            (doc, split, digest)
+            for doc, split, digest in zip(documents, splits, digests, strict=True)
+            if (manifests.get(split.doc_id) or {}).get("hash") != digest
+            or manifests[split.doc_id].get("status") != "complete"
+        ]
+        self._refuse_foreign_ids([s for _, s, _ in todo])
+        prepared = self._embed([(doc, split, digest) for doc, split, digest in todo])
+        with self._write_lock:
+            self._write(prepared, manifests)
+            self._remember_metadata_keys(documents)
+        return IndexReport(
+            documents=len(prepared),
+            parents=sum(len(p.parents) for p in prepared),
+            children=sum(len(p.children) for p in prepared),
+            unchanged=len(documents) - len(prepared),
+        )
+
+    def _embed(self, items: Sequence[tuple[Document, Any, str]]) -> list[_Prepared]:
+        """Embed every child of every document in one call (the embeddings batch it)."""
+        prepared: list[_Prepared] = []
+        child_texts: list[str] = []
+        for doc, split, digest in items:
+            user = _user_metadata(doc)
+            parents = [_with_user(p, user) for p in split.parents]
+            children = [_with_user(c, user) for c in split.children]
+            child_texts.extend(heading_context(c.metadata, c.page_content) for c in children)
+            prepared.append(
+                _Prepared(
+                    split.doc_id,
+                    digest,
+                    parents,
+                    children,
+                    np.empty((0, 0), np.float32),
+                    np.empty((0, 0), np.float32),
+                )
+            )
+        vectors = self._embed_texts(child_texts)
+        text_parents: list[Document] = []
+        offset = 0
+        for item in prepared:
+            item.child_vectors = vectors[offset : offset + len(item.children)]
+            offset += len(item.children)
+            if self.parent_representation == "text":
+                text_parents.extend(item.parents)
+            else:
+                item.parent_vectors = _centroids(item, self.embeddings)
+        if text_parents:
+            parent_vectors = self._embed_texts(
+                [heading_context(p.metadata, p.page_content) for p in text_parents]
+            )
+            offset = 0
+            for item in prepared:
+                item.parent_vectors = parent_vectors[offset : offset + len(item.parents)]
+                offset += len(item.parents)
+        return prepared
+
+    def _embed_texts(self, texts: list[str]) -> NDArray[np.float32]:
+        """Embed texts as an L2-normalized ``(len(texts), dimension)`` matrix."""
+        if not texts:
+            return np.empty((0, self.config["dimension"]), np.float32)
+        matrix = np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32)
+        return _normalize_rows(matrix.reshape(len(texts), -1))
+
+    def _write(self, prepared: list[_Prepared], manifests: dict[str, dict[str, Any]]) -> None:
+        """Journalled write: pending manifest, deletes, parents, children, complete manifest."""
+        if not prepared:
+            return
+        old = {p.doc_id: manifests.get(p.doc_id) or {} for p in prepared}
+        pending = []
+        for p in prepared:
+            new_parents = [d.metadata[keys.PARENT_ID] for d in p.parents]
+            new_children = [d.metadata[keys.CHUNK_ID] for d in p.children]
+            pending.append(
+                (
+                    p.doc_id,
+                    {
+                        "status": "pending",
+                        "parents": sorted(set(new_parents) | set(old[p.doc_id].get("parents", []))),
+                        "children": sorted(
+                            set(new_children) | set(old[p.doc_id].get("children", []))
+                        ),
+                    },
+                )
+            )
+        self._put_manifests(pending)
+        stale_children = [
+            c
+            for p in prepared
+            for c in old[p.doc_id].get("children", [])
+            if c not in {d.metadata[keys.CHUNK_ID] for d in p.children}
+        ]
+        stale_parents = [
+            c
+            for p in prepared
+            for c in old[p.doc_id].get("parents", [])
+            if c not in {d.metadata[keys.PARENT_ID] for d in p.parents}
+        ]
+        self._delete_ids(stale_children, stale_parents)
+        parents = [d for p in prepared for d in p.parents]
+        self.docstore.mset([(d.metadata[keys.PARENT_ID], d) for d in parents])
+        self._upsert(
+            self.parents,
+            [d.metadata[keys.PARENT_ID] for d in parents],
+            np.concatenate([p.parent_vectors for p in prepared]),
+            [_to_chroma(d.metadata) for d in parents],
+            None,
+        )
+        children = [d for p in prepared for d in p.children]
+        if children:
+            self._upsert(
+                self.children,
+                [d.metadata[keys.CHUNK_ID] for d in children],
+                np.concatenate([p.child_vectors for p in prepared]),
+                [_to_chroma(d.metadata) for d in children],
+                [d.page_content for d in children],
+            )
+        self._put_manifests(
+            [
+                (
+                    p.doc_id,
+                    {
+                        "status": "complete",
+                        "hash": p.digest,
+                        "parents": [d.metadata[keys.PARENT_ID] for d in p.parents],
+                        "children": [d.metadata[keys.CHUNK_ID] for d in p.children],
+                    },
+                )
+                for p in prepared
+            ]
+        )
+
+    def _upsert(
+        self,
+        collection: Collection,
+        ids: list[str],
+        vectors: NDArray[np.float32],
+        metadatas: list[dict[str, Any]],
+        documents: list[str] | None,
+    ) -> None:
+        """Write in batches no larger than the client's maximum (Chroma raises beyond it)."""
+        size = self.client.get_max_batch_size()
+        for start in range(0, len(ids), size):
+            end = start + size
+            collection.upsert(
+                ids=ids[start:end],
+                embeddings=vectors[start:end],  # type: ignore[arg-type]
+                metadatas=metadatas[start:end],  # type: ignore[arg-type]
+                documents=documents[start:end] if documents is not None else None,
+            )
+
+    def delete(self, doc_ids: Iterable[str]) -> int:
+        """Remove documents from all three stores; returns how many were present."""
+        doc_ids = list(doc_ids)
+        with self._write_lock:
+            manifests = self._manifests(doc_ids)
+            present = [d for d in doc_ids if d in manifests]
+            for doc_id in present:
+                entry = manifests[doc_id]
+                self._put_manifests([(doc_id, {**entry, "status": "pending"})])
+                self._delete_ids(entry.get("children", []), entry.get("parents", []))
+                self.docstore.mdelete([MANIFEST_PREFIX + doc_id])
+        return len(present)
+
+    def _delete_ids(self, child_ids: Sequence[str], parent_ids: Sequence[str]) -> None:
+        """Children first, then parent vectors, then parents: no child outlives its parent."""
+        size = self.client.get_max_batch_size()
+        for start in range(0, len(child_ids), size):
+            self.children.delete(ids=list(child_ids[start : start + size]))
+        for start in range(0, len(parent_ids), size):
+            self.parents.delete(ids=list(parent_ids[start : start + size]))
+        self.docstore.mdelete(list(parent_ids))
+
+    def recover(self) -> list[str]:
+        """Roll back documents whose last write did not finish; returns their ids."""
+        pending = [d for d, m in self._all_manifests() if m.get("status") != "complete"]
+        if pending:
+            logger.warning(
+                "rolling back %d interrupted document write(s): %s",
+                len(pending),
+                ", ".join(pending),
+            )
+            self.delete(pending)
+        return pending
+
+    # ------------------------------------------------------------------ manifest
+    def _manifests(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        found = self.docstore.mget([MANIFEST_PREFIX + d for d in doc_ids])
+        return {d: json.loads(m.page_content) for d, m in zip(doc_ids, found, strict=True) if m}
+
+    def _all_manifests(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        ids = [k[len(MANIFEST_PREFIX) :] for k in self.docstore.yield_keys(prefix=MANIFEST_PREFIX)]
+        yield from self._manifests(ids).items()
+
+    def _put_manifests(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        self.docstore.mset(
+            [(MANIFEST_PREFIX + d, Document(page_content=json.dumps(m))) for d, m in entries]
+        )
+
+    def _refuse_foreign_ids(self, splits: Sequence[Any]) -> None:
+        """Ids never collide across documents: refuse ids owned by another document."""
+        owner = {d.metadata[keys.PARENT_ID]: s.doc_id for s in splits for d in s.parents}
+        if not owner:
+            return
+        found = self.parents.get(ids=list(owner), include=["metadatas"])
+        for pid, meta in zip(found["ids"], found["metadatas"] or [], strict=True):
+            other = (meta or {}).get(keys.DOC_ID)
+            if other != owner[pid]:
+                msg = (
+                    f"parent id {pid!r} of document {owner[pid]!r} already belongs to document "
+                    f"{other!r}; give sections ids unique within the index (e.g. prefix them "
+                    "with the document id)"
+                )
+                raise ValueError(msg)
+
+    def _remember_metadata_keys(self, documents: Sequence[Document]) -> None:
+        """Record which metadata keys exist, so a filter on an unknown key can be refused."""
+        known = set(self.config.get("metadata_keys", []))
+        new = known | {k for d in documents for k in _user_metadata(d)} | {keys.DOC_ID}
+        if new != known:
+            self.config["metadata_keys"] = sorted(new)
+            self.docstore.mset([(CONFIG_KEY, Document(page_content=json.dumps(self.config)))])
+
+    # ------------------------------------------------------------------ reading
+    def search_parents(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
+    ) -> ParentHits:
+        """The gate's search: the ``n`` parents most similar to the query vector."""
+        if n < 1 or self.parents.count() == 0:
+            return ParentHits([], [], [])
+        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
+
+        result = self.parents.query(
+            query_embeddings=[list(vector)],
+            n_results=n,
+            where=where,
+            include=["distances", "metadatas"],
+        )
+        ids = result["ids"][0]
+        distances = (result["distances"] or [[]])[0]
+        metadatas = (result["metadatas"] or [[]])[0]
+        return ParentHits(
+            list(ids),
+            similarity_from_distance(distances).tolist(),
+            [from_chroma(m) for m in metadatas],
+        )  # type: ignore[arg-type]
+
+    def children_of(self, parent_ids: Sequence[str]) -> ChildRows:
+        """Every child of the given parents, with vectors, for exact scoring."""
+        if not parent_ids:
+            return ChildRows([], [], [], np.empty((0, 0), np.float32))
+        result = self.children.get(
+            where={keys.PARENT_ID: {"$in": list(parent_ids)}},
+            include=["embeddings", "documents", "metadatas"],
+        )
+        vectors = np.asarray(result["embeddings"], dtype=np.float32)
+        return ChildRows(
+            list(result["ids"]),
+            list(result["documents"] or []),
+            [from_chroma(m) for m in result["metadatas"] or []],  # type: ignore[arg-type]
+            vectors.reshape(len(result["ids"]), -1),
+        )
+
+    def get_parents(self, parent_ids: Sequence[str]) -> list[Document | None]:
+        """Parents from the docstore, ``None`` for an id it does not hold."""
+        return self.docstore.mget(list(parent_ids))
+
+    def check_filter(self, where: dict[str, Any] | None) -> None:
+        """Refuse a filter on a metadata key no document of the index has."""
+        known = set(self.config.get("metadata_keys", [])) | {
+            keys.DOC_ID,
+            keys.PARENT_ID,
+            keys.TITLE,
+            keys.SOURCE,
+        }
+        unknown = sorted(_filter_keys(where or {}) - known)
+        if unknown:
+            msg = (
+                f"filter key(s) {', '.join(map(repr, unknown))} are not metadata of this index; "
+                f"known keys: {', '.join(sorted(known))}"
+            )
+            raise ValueError(msg)
+
+    # ------------------------------------------------------------------ inspection
+    def verify(self) -> VerifyReport:
+        """Check that the docstore, the parent vectors and the child vectors agree exactly."""
+        problems: list[str] = []
+        manifests = dict(self._all_manifests())
+        stored_parents = {
+            k
+            for k in self.docstore.yield_keys()
+            if k != CONFIG_KEY and not k.startswith(MANIFEST_PREFIX)
+        }
+        parent_vectors = set(self.parents.get(include=[])["ids"])
+        child_meta = self.children.get(include=["metadatas"])
+        child_parent = {
+            cid: (m or {}).get(keys.PARENT_ID)
+            for cid, m in zip(child_meta["ids"], child_meta["metadatas"] or [], strict=True)
+        }
+        expected_parents = {p for m in manifests.values() for p in m.get("parents", [])}
+        expected_children = {c for m in manifests.values() for c in m.get("children", [])}
+        checks = [
+            ("parent in docstore without a vector", stored_parents - parent_vectors),
+            ("parent vector without a docstore entry", parent_vectors - stored_parents),
+            ("parent not in any manifest", stored_parents - expected_parents),
+            ("manifest parent missing", expected_parents - stored_parents),
+            ("child not in any manifest", set(child_parent) - expected_children),
+            ("manifest child missing", expected_children - set(child_parent)),
+            (
+                "orphan child (parent missing)",
+                {c for c, p in child_parent.items() if p not in stored_parents},
+            ),
+            (
+                "unfinished write",
+                {d for d, m in manifests.items() if m.get("status") != "complete"},
+            ),
+        ]
+        for label, ids in checks:
+            problems.extend(f"{label}: {i}" for i in sorted(ids))
+        return VerifyReport(len(manifests), len(stored_parents), len(child_parent), problems)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, size on disk and the embedding model, for ``gated-parent stats``."""
+        return {
+            "documents": sum(1 for _ in self.docstore.yield_keys(prefix=MANIFEST_PREFIX)),
+            "parents": self.parents.count(),
+            "children": self.children.count(),
+            "bytes_on_disk": self.disk_bytes(),
+            "embedding_model": self.config["embedding_model"],
+            "dimension": self.config["dimension"],
+            "parent_representation": self.parent_representation,
+        }
+
+    def disk_bytes(self) -> int | None:
+        """Bytes the index directory takes (``None`` for an index with no directory)."""
+        if self.directory is None:
+            return None
+        return sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
+
+    def as_retriever(self, **kwargs: Any) -> GatedParentRetriever:
+        """A :class:`GatedParentRetriever` over this index; keyword arguments set its fields."""
+        from langchain_gated_parent.retriever import GatedParentRetriever  # noqa: PLC0415
+
+        return GatedParentRetriever(index=self, **kwargs)
+
+
+def splitter_settings(splitter: SectionSplitter | ParagraphSplitter) -> dict[str, Any]:
+    """The keyword arguments that rebuild ``splitter`` (recorded in the index)."""
+    if isinstance(splitter, SectionSplitter):
+        return {
+            "parent_chunk_level": splitter.parent_chunk_level.value,
+            "max_parent_tokens": splitter.max_parent_tokens,
+        }
+    return {
+        "child_chunk_level": splitter.child_chunk_level.value,
+        "min_child_tokens": splitter.min_child_tokens,
+        "max_child_tokens": splitter.max_child_tokens,
+        "child_overlap_tokens": splitter.child_overlap_tokens,
+    }
+
+
+def _prepare_directory(directory: Path) -> None:
+    """Create the index folder, or say why it cannot be used."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / ".write-probe"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as error:
+        msg = (
+            f"cannot use index directory {str(directory)!r}: {error.strerror or error}; "
+            "choose a writable folder"
+        )
+        raise ValueError(msg) from error
+
+
+def _refuse_duplicates(doc_ids: Sequence[str]) -> None:
+    seen: set[str] = set()
+    for doc_id in doc_ids:
+        if doc_id in seen:
+            msg = (
+                f"document id {doc_id!r} appears twice in one batch; give each document a "
+                "unique 'doc_id' in its metadata, or add the versions in separate calls"
+            )
+            raise ValueError(msg)
+        seen.add(doc_id)
+
+
+def _with_user(document: Document, user: dict[str, Any]) -> Document:
+    return Document(page_content=document.page_content, metadata={**user, **document.metadata})
+
+
+def _centroids(item: _Prepared, embeddings: Embeddings) -> NDArray[np.float32]:
+    """Normalized mean of each parent's child vectors (a childless parent embeds its text)."""
+    rows: list[NDArray[np.float32]] = []
+    for parent in item.parents:
+        pid = parent.metadata[keys.PARENT_ID]
+        mask = [c.metadata[keys.PARENT_ID] == pid for c in item.children]
+        if any(mask):
+            rows.append(item.child_vectors[np.asarray(mask)].mean(axis=0))
+        else:
+            rows.append(
+                np.asarray(
+                    embeddings.embed_query(heading_context(parent.metadata, parent.page_content)),
+                    dtype=np.float32,
+                )
+            )
+    if not rows:
+        return np.empty((0, item.child_vectors.shape[1]), np.float32)
+    return _normalize_rows(np.stack(rows))
+
+
+def _filter_keys(where: dict[str, Any]) -> set[str]:
+    """Metadata keys a Chroma ``where`` filter refers to (through ``$and``/``$or``)."""
+    found: set[str] = set()
+    for key, value in where.items():
+        if key in {"$and", "$or"}:
+            for clause in value:
+                found |= _filter_keys(clause)
+        else:
+            found.add(key)
+    return found

@@ -1,0 +1,346 @@
+"""The gated retriever: embed once, gate on parents, rank children inside, fuse, dedupe.
+
+The pipeline is written once, as a generator that *yields* its I/O steps (embed the query,
+search parents, fetch children, fetch parents) and receives their results. A sync driver and an
+async driver run the same generator, so ``invoke`` and ``ainvoke`` share every line of logic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
+from pydantic import ConfigDict, Field
+
+from langchain_gated_parent import keys, scoring
+from langchain_gated_parent.index import ChildRows, GatedParentIndex, ParentHits, model_name_of
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Sequence
+
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForRetrieverRun,
+        CallbackManagerForRetrieverRun,
+    )
+
+Alpha = Union[float, Literal["auto"]]
+
+
+@dataclass(frozen=True)
+class _Embed:
+    query: str
+
+
+@dataclass(frozen=True)
+class _SearchParents:
+    vector: list[float]
+    n: int
+    where: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class _FetchChildren:
+    parent_ids: list[str]
+
+
+@dataclass(frozen=True)
+class _FetchParents:
+    parent_ids: list[str]
+
+
+_Step = Union[_Embed, _SearchParents, _FetchChildren, _FetchParents]
+
+
+@dataclass(frozen=True)
+class Params:
+    """The settings of one call: the retriever's fields with per-call overrides applied."""
+
+    k: int
+    alpha: Alpha
+    parent_top_k: int
+    child_per_parent: int
+    gate_margin: float
+    return_parents: bool
+    dedupe: bool
+    near_duplicate: float | None
+    filter: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse out-of-range settings, naming the value and the fix."""
+        for name in ("k", "parent_top_k", "child_per_parent"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                msg = f"{name} must be an integer >= 1, got {value!r}"
+                raise ValueError(msg)
+        if self.alpha != "auto":
+            if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)):
+                msg = f"alpha must be a number in [0, 1] or 'auto', got {self.alpha!r}"
+                raise ValueError(msg)
+            scoring.check_alpha(float(self.alpha))
+        if self.gate_margin < 0:
+            msg = f"gate_margin must be >= 0, got {self.gate_margin!r}"
+            raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What the gate did for one query, to see and tune its failures.
+
+    ``parents`` are the opened parents (metadata ``parent_score`` and ``gate_rank``);
+    ``considered`` every child scored inside them; ``documents`` what the retriever returned.
+    When the evidence is in none of ``parents``, the gate missed ("parent recall all misses,
+    child recall zero"): widen ``parent_top_k`` or ``gate_margin``, or use smaller parents.
+    """
+
+    query: str
+    alpha: float
+    parents: list[Document] = field(default_factory=list)
+    considered: list[Document] = field(default_factory=list)
+    documents: list[Document] = field(default_factory=list)
+
+
+def _validate_query(query: object) -> str:
+    if not isinstance(query, str):
+        msg = f"query must be a string, got {type(query).__name__}"
+        raise TypeError(msg)
+    if not query.strip():
+        msg = "query is empty; pass the question text to search for"
+        raise ValueError(msg)
+    return query
+
+
+class GatedParentRetriever(BaseRetriever):
+    """Section parents gate paragraph children; results carry fused scores.
+
+    For a query: embed it once; open the ``parent_top_k`` best parents (the gate); score the
+    children inside them only, at most ``child_per_parent`` each; fuse
+    ``score = alpha * s_parent + (1 - alpha) * s_child``; drop duplicates; return the top ``k``
+    children, each with ``chunk_id``, ``parent_id``, ``score``, ``parent_score``,
+    ``child_score`` and ``gate_rank`` in its metadata.
+
+    Setup:
+        .. code-block:: bash
+
+            pip install langchain-gated-parent
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_gated_parent import GatedParentIndex
+
+            index = GatedParentIndex(directory="./my-index")
+            retriever = index.as_retriever(k=4, alpha=0.4)
+
+    Usage:
+        .. code-block:: python
+
+            docs = retriever.invoke("48 h RNA extraction", filter={"doc_id": "P-GAPDH-01"})
+            docs[0].metadata["chunk_id"], docs[0].metadata["score"]
+
+    Use within a chain:
+        .. code-block:: python
+
+            from langchain_core.runnables import RunnablePassthrough
+
+            chain = {"context": retriever, "question": RunnablePassthrough()} | prompt | llm
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    index: GatedParentIndex
+    """The index to search."""
+    k: int = 8
+    """How many results to return."""
+    alpha: Alpha = 0.4
+    """Weight of the parent's score in the fused score; ``"auto"`` picks it per question."""
+    parent_top_k: int = 3
+    """How many parents the gate opens."""
+    child_per_parent: int = 6
+    """At most this many children from one parent."""
+    gate_margin: float = 0.0
+    """Also open parents scoring within this margin of the last one kept (0: hard gate)."""
+    return_parents: bool = False
+    """Return the parents of the best children instead (each with its best child's score)."""
+    dedupe: bool = True
+    """Drop children repeating a span, a text or (see ``near_duplicate``) a vector."""
+    near_duplicate: float | None = Field(default=0.95)
+    """Cosine above which two children count as the same fact; ``None`` turns it off."""
+
+    def _params(self, overrides: dict[str, Any]) -> Params:
+        allowed = {f for f in Params.__dataclass_fields__}
+        unknown = sorted(set(overrides) - allowed)
+        if unknown:
+            msg = (
+                f"unknown argument(s) {', '.join(unknown)}; "
+                f"per-call arguments are {', '.join(sorted(allowed))}"
+            )
+            raise TypeError(msg)
+        values = {name: getattr(self, name) for name in allowed if name != "filter"}
+        return Params(**{**values, **overrides})
+
+    def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
+        params = super()._get_ls_params(**kwargs)
+        params["ls_vector_store_provider"] = "Chroma"
+        params["ls_embedding_provider"] = model_name_of(self.index.embeddings)
+        return params
+
+    # ------------------------------------------------------------------ the pipeline
+    def _plan(
+        self, query: str, params: Params, vector: list[float] | None = None
+    ) -> Generator[_Step, Any, Explanation]:
+        """The whole retrieval, as a generator of I/O steps (see the module docstring)."""
+        alpha = scoring.route_alpha(query) if params.alpha == "auto" else float(params.alpha)
+        explanation = Explanation(query=query, alpha=alpha)
+        if vector is None:
+            vector = yield _Embed(query)
+        n = (
+            max(params.parent_top_k * 4, params.parent_top_k + 8)
+            if params.gate_margin
+            else (params.parent_top_k)
+        )
+        hits: ParentHits = yield _SearchParents(vector, n, params.filter)
+        gate = scoring.select_gate(
+            hits.ids, hits.scores, params.parent_top_k, margin=params.gate_margin
+        )
+        rows: ChildRows = yield _FetchChildren([g.parent_id for g in gate])
+        if not rows.ids:
+            return explanation
+        child_scores = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
+        ranked = scoring.rank_children(
+            [m[keys.PARENT_ID] for m in rows.metadatas],
+            rows.ids,
+            child_scores,
+            gate,
+            child_per_parent=params.child_per_parent,
+            alpha=alpha,
+        )
+        fused = dict(ranked)
+        order = [row for row, _ in ranked]
+        if params.dedupe:
+            order = scoring.dedupe(
+                order,
+                [(m[keys.DOC_ID], m[keys.START_INDEX], m[keys.END_INDEX]) for m in rows.metadatas],
+                rows.texts,
+                rows.vectors,
+                near_duplicate=params.near_duplicate,
+            )
+        by_parent = {g.parent_id: g for g in gate}
+        meta_of = dict(zip(hits.ids, hits.metadatas, strict=True))
+
+        def child_doc(row: int) -> Document:
+            gated = by_parent[rows.metadatas[row][keys.PARENT_ID]]
+            return Document(
+                id=rows.ids[row],
+                page_content=rows.texts[row],
+                metadata={
+                    **rows.metadatas[row],
+                    keys.SCORE: fused[row],
+                    keys.PARENT_SCORE: gated.score,
+                    keys.CHILD_SCORE: float(child_scores[row]),
+                    keys.GATE_RANK: gated.rank,
+                },
+            )
+
+        explanation.parents.extend(
+            Document(
+                page_content="",
+                id=g.parent_id,
+                metadata={
+                    **meta_of[g.parent_id],
+                    keys.PARENT_SCORE: g.score,
+                    keys.GATE_RANK: g.rank,
+                },
+            )
+            for g in gate
+        )
+        explanation.considered.extend(child_doc(row) for row, _ in ranked)
+        children = [child_doc(row) for row in order]
+        if params.return_parents:
+            explanation.documents.extend((yield from self._parents_of(children, params.k)))
+        else:
+            explanation.documents.extend(children[: params.k])
+        return explanation
+
+    def _parents_of(
+        self, children: Sequence[Document], k: int
+    ) -> Generator[_Step, Any, list[Document]]:
+        """Swap children for their parents, deduplicated, each with its best child's scores."""
+        best: dict[str, Document] = {}
+        for child in children:
+            best.setdefault(child.metadata[keys.PARENT_ID], child)
+        chosen = list(best)[:k]
+        parents: list[Document | None] = yield _FetchParents(chosen)
+        out = []
+        for pid, parent in zip(chosen, parents, strict=True):
+            if parent is None:  # deleted since the search: never return a dangling parent
+                continue
+            child = best[pid]
+            scores = {
+                key: child.metadata[key]
+                for key in (keys.SCORE, keys.PARENT_SCORE, keys.CHILD_SCORE, keys.GATE_RANK)
+            }
+            out.append(
+                Document(
+                    id=pid, page_content=parent.page_content, metadata={**parent.metadata, **scores}
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ drivers
+    def _run(self, plan: Generator[_Step, Any, Explanation]) -> Explanation:
+        result: Any = None
+        try:
+            while True:
+                step = plan.send(result)
+                result = self._do(step)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    async def _arun(self, plan: Generator[_Step, Any, Explanation]) -> Explanation:
+        result: Any = None
+        try:
+            while True:
+                step = plan.send(result)
+                if isinstance(step, _Embed):
+                    result = await self.index.embeddings.aembed_query(step.query)
+                else:  # chromadb's local client is synchronous: keep it off the event loop
+                    result = await asyncio.get_running_loop().run_in_executor(None, self._do, step)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    def _do(self, step: _Step) -> Any:
+        if isinstance(step, _Embed):
+            return self.index.embeddings.embed_query(step.query)
+        if isinstance(step, _SearchParents):
+            return self.index.search_parents(step.vector, step.n, step.where)
+        if isinstance(step, _FetchChildren):
+            return self.index.children_of(step.parent_ids)
+        return self.index.get_parents(step.parent_ids)
+
+    def _start(self, query: object, kwargs: dict[str, Any]) -> tuple[str, Params, Any]:
+        query = _validate_query(query)
+        vector = kwargs.pop("query_vector", None)
+        params = self._params(kwargs)
+        self.index.check_filter(params.filter)
+        return query, params, vector
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        query, params, vector = self._start(query, kwargs)
+        return self._run(self._plan(query, params, vector)).documents
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        query, params, vector = self._start(query, kwargs)
+        return (await self._arun(self._plan(query, params, vector))).documents
+
+    def explain(self, query: str, **kwargs: Any) -> Explanation:
+        """Run the retrieval and return what the gate opened and every child it scored."""
+        query, params, vector = self._start(query, kwargs)
+        return self._run(self._plan(query, params, vector))

@@ -1,0 +1,210 @@
+"""Pure scoring: score normalization, the gate, fusion, per-parent caps, dedupe, alpha routing.
+
+Nothing here does I/O, so every rule the retriever applies can be tested against a brute-force
+reference on random data and reasoned about on its own.
+
+Scores: every similarity the package reports is a cosine similarity clipped to [0, 1]
+(:func:`similarity`). Chroma reports cosine *distances* (``1 - cos``); the retriever converts
+them here and nowhere else, so parent and child scores live on one scale and fuse meaningfully.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike, NDArray
+
+
+def similarity(cosine: ArrayLike) -> NDArray[np.float64]:
+    """Map cosine similarities to scores in [0, 1].
+
+    Negative cosines mean "unrelated" for sentence embeddings; clipping them to 0 keeps every
+    reported score in [0, 1] (unlike relevance functions that go negative).
+    """
+    return np.clip(np.asarray(cosine, dtype=np.float64), 0.0, 1.0)
+
+
+def similarity_from_distance(cosine_distance: ArrayLike) -> NDArray[np.float64]:
+    """Convert Chroma's cosine distances (``1 - cos``) to scores in [0, 1]."""
+    return similarity(1.0 - np.asarray(cosine_distance, dtype=np.float64))
+
+
+def fuse(parent_score: ArrayLike, child_score: ArrayLike, alpha: float) -> NDArray[np.float64]:
+    """The fused score ``alpha * s_parent + (1 - alpha) * s_child``.
+
+    Example: the method's worked example, s_parent 0.72 and s_child 0.91 at alpha 0.4:
+
+    >>> round(float(fuse(0.72, 0.91, 0.4)), 3)
+    0.834
+    """
+    check_alpha(alpha)
+    return alpha * np.asarray(parent_score, dtype=np.float64) + (1.0 - alpha) * np.asarray(
+        child_score, dtype=np.float64
+    )
+
+
+def check_alpha(alpha: float) -> None:
+    """Reject an alpha outside [0, 1], naming the value and the fix."""
+    if not 0.0 <= alpha <= 1.0:
+        msg = f"alpha must be in [0, 1] (or 'auto'), got {alpha!r}; pass e.g. alpha=0.4"
+        raise ValueError(msg)
+
+
+@dataclass(frozen=True)
+class GatedParent:
+    """A parent the gate opened."""
+
+    parent_id: str
+    score: float
+    rank: int
+    """1-based rank among the opened parents."""
+
+
+def select_gate(
+    parent_ids: Sequence[str],
+    parent_scores: ArrayLike,
+    parent_top_k: int,
+    *,
+    margin: float = 0.0,
+) -> list[GatedParent]:
+    """Open the best ``parent_top_k`` parents, widened by ``margin``.
+
+    A parent whose score is within ``margin`` of the last one kept opens too: when parent scores
+    are flat, the embedding cannot tell those sections apart, and cutting between near-equal
+    scores is what makes a hard gate miss the right section. ``margin=0`` is the published hard
+    gate (ties at the cut still open, so the result never depends on input order).
+    Order: score descending, then parent id, so results are deterministic.
+    """
+    scores = np.asarray(parent_scores, dtype=np.float64)
+    order = sorted(range(len(parent_ids)), key=lambda i: (-scores[i], parent_ids[i]))
+    if not order or parent_top_k < 1:
+        return []
+    cut = scores[order[min(parent_top_k, len(order)) - 1]] - margin
+    return [
+        GatedParent(parent_ids[i], float(scores[i]), rank)
+        for rank, i in enumerate((i for i in order if scores[i] >= cut), start=1)
+    ]
+
+
+def rank_children(
+    child_parent_ids: Sequence[str],
+    child_ids: Sequence[str],
+    child_scores: ArrayLike,
+    gate: Sequence[GatedParent],
+    *,
+    child_per_parent: int,
+    alpha: float,
+) -> list[tuple[int, float]]:
+    """Fuse and rank the children of the opened parents.
+
+    Only children whose parent is in ``gate`` count (a parent that is not hit never opens), at
+    most ``child_per_parent`` of them per parent (the best by child score). Returns
+    ``(row, fused score)`` pairs, best first, ties broken by chunk id.
+    """
+    parent_score = {g.parent_id: g.score for g in gate}
+    scores = np.asarray(child_scores, dtype=np.float64)
+    by_parent: dict[str, list[int]] = {}
+    for row, pid in enumerate(child_parent_ids):
+        if pid in parent_score:
+            by_parent.setdefault(pid, []).append(row)
+    kept: list[tuple[int, float]] = []
+    for pid, rows in by_parent.items():
+        best = sorted(rows, key=lambda r: (-scores[r], child_ids[r]))[:child_per_parent]
+        fused = fuse(parent_score[pid], scores[best], alpha)
+        kept.extend(zip(best, fused.tolist(), strict=True))
+    return sorted(kept, key=lambda pair: (-pair[1], child_ids[pair[0]]))
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def normalize_text(text: str) -> str:
+    """Case- and whitespace-folded text, the key for exact-duplicate detection."""
+    return _SPACES.sub(" ", text).strip().casefold()
+
+
+def dedupe(
+    ranked_rows: Sequence[int],
+    spans: Sequence[tuple[str, int, int]],
+    texts: Sequence[str],
+    vectors: NDArray[np.float32] | None = None,
+    *,
+    near_duplicate: float | None = 0.95,
+) -> list[int]:
+    """Keep the best of children that repeat one span, one text or (nearly) one vector.
+
+    ``ranked_rows`` is best first, so the first occurrence of a duplicate is the one kept.
+    Duplicates: the same ``(doc_id, start, end)`` span, the same normalized text, or, with
+    ``vectors`` (L2-normalized rows) and ``near_duplicate`` set, a cosine above that threshold to
+    a child already kept. This stops one fact, repeated across fragments, from filling the top-k.
+    """
+    seen_spans: set[tuple[str, int, int]] = set()
+    seen_texts: set[str] = set()
+    kept: list[int] = []
+    for row in ranked_rows:
+        text_key = normalize_text(texts[row])
+        if spans[row] in seen_spans or text_key in seen_texts:
+            continue
+        if vectors is not None and near_duplicate is not None and kept:
+            if float(np.max(vectors[kept] @ vectors[row])) > near_duplicate:
+                continue
+        seen_spans.add(spans[row])
+        seen_texts.add(text_key)
+        kept.append(row)
+    return kept
+
+
+class QuestionKind(str, Enum):
+    """What ``alpha="auto"`` recognizes in a question."""
+
+    NUMERIC = "numeric"
+    DEFINITION = "definition"
+    OTHER = "other"
+
+
+_NUMERIC = re.compile(
+    r"\b(how (many|much|long|large|big|often|fast)|what (percentage|proportion|fraction|number|"
+    r"size|amount|score|accuracy|rate)|number of|by how|how well)\b|\d",
+    re.IGNORECASE,
+)
+_DEFINITION = re.compile(
+    r"^\s*(what (is|are|does) (an? |the )?[\w\- ]{1,40}\??$|define\b|what (do|does) .{1,40} "
+    r"(mean|stand for)\b|meaning of\b)",
+    re.IGNORECASE,
+)
+
+
+def classify_question(query: str) -> QuestionKind:
+    """Tell numeric/measurement questions and definition questions from the rest.
+
+    A handful of surface patterns, deliberately simple and inspectable: "how many", "what
+    percentage", digits → numeric; "what is X?", "define", "what does X stand for" → definition.
+    """
+    if _NUMERIC.search(query):
+        return QuestionKind.NUMERIC
+    if _DEFINITION.search(query):
+        return QuestionKind.DEFINITION
+    return QuestionKind.OTHER
+
+
+AUTO_ALPHA: dict[QuestionKind, float] = {
+    QuestionKind.NUMERIC: 0.2,
+    QuestionKind.DEFINITION: 0.6,
+    QuestionKind.OTHER: 0.4,
+}
+"""alpha per question kind for ``alpha="auto"``: the exact figure or step lives in the child, so
+numeric questions trust the child more; a definition is a section's topic, so they trust the
+parent more."""
+
+
+def route_alpha(query: str) -> float:
+    """The alpha that ``alpha="auto"`` uses for ``query``."""
+    return AUTO_ALPHA[classify_question(query)]
