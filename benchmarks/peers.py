@@ -9,8 +9,8 @@ Peers:
 
 * ``flat-para``: one vector per paragraph in a Chroma collection (cosine), top 60.
 * ``flat-chunk``: ``RecursiveCharacterTextSplitter(1000, 100)`` over each paper's Markdown, top 30.
-* ``bm25-para``: BM25 (bm25s, Lucene variant, English stop words, no stemming) over paragraphs,
-  top 60; the paper setting ranks the paper's paragraphs by their corpus-wide BM25 scores.
+* ``bm25-para``: rank-bm25 ``BM25Okapi`` over paragraphs (lowercased ``\\w\\w+`` tokens, no
+  stop words), top 60; the paper setting uses one index per paper, the corpus setting one index.
 * ``lc-pdr``: LangChain ``ParentDocumentRetriever``; parents = whole sections (heading and
   paragraphs), children = ``RecursiveCharacterTextSplitter(400, 0)``, 20 children; returns sections.
 * ``llamaindex-automerging``: ``HierarchicalNodeParser([2048, 512, 128])`` leaves in a
@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
+import re
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -74,6 +76,8 @@ class Peer(ABC):
     """
 
     name: str
+    setting: str = field(default="paper", kw_only=True)
+    """``paper`` or ``corpus``; only peers that index differently per setting read it."""
 
     @abstractmethod
     def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
@@ -216,47 +220,56 @@ class FlatChunks(_ChromaPeer):
 # --------------------------------------------------------------------------- BM25
 
 
+_BM25_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+"""Tokens of two or more word characters (scikit-learn's and bm25s's default pattern)."""
+
+
+def bm25_tokenize(text: str) -> list[str]:
+    """Lowercase and split into ``\\w\\w+`` tokens; no stop words, no stemming."""
+    return _BM25_TOKEN.findall(text.lower())
+
+
 @dataclass
 class BM25Paragraphs(Peer):
-    """``bm25-para``: bm25s over paragraphs (Lucene BM25, k1 1.5, b 0.75)."""
+    """``bm25-para``: rank-bm25 ``BM25Okapi`` (k1 1.5, b 0.75, epsilon 0.25) over paragraphs.
+
+    The paper setting scores a question against an index of its own paper only (IDF and average
+    length from that paper), the corpus setting against one index of every paragraph.
+    """
 
     k: int = 60
-    stopwords: str = "en"
-    _bm25: Any = field(default=None, init=False, repr=False)
+    _indexes: dict[str | None, Any] = field(default_factory=dict, init=False, repr=False)
+    _rows: dict[str | None, list[int]] = field(default_factory=dict, init=False, repr=False)
     _texts: list[str] = field(default_factory=list, init=False, repr=False)
     _spans: list[Span] = field(default_factory=list, init=False, repr=False)
-    _by_paper: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False)
-
-    def _tokenize(self, texts: list[str]) -> list[list[str]]:
-        import bm25s
-
-        return bm25s.tokenize(  # type: ignore[no-any-return]
-            texts, stopwords=self.stopwords, return_ids=False, show_progress=False
-        )
 
     def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:  # noqa: ARG002
-        import bm25s
+        from rank_bm25 import BM25Okapi
 
-        rows: dict[str, list[int]] = {}
+        tokens: list[list[str]] = []
         for paper in papers:
             for para in paper.paragraphs:
-                rows.setdefault(paper.paper_id, []).append(len(self._texts))
+                self._rows.setdefault(paper.paper_id, []).append(len(self._texts))
                 self._texts.append(para.text)
                 self._spans.append((paper.paper_id, para.start, para.end))
-        self._by_paper = {pid: np.asarray(idx) for pid, idx in rows.items()}
-        self._bm25 = bm25s.BM25()
-        self._bm25.index(self._tokenize(self._texts), show_progress=False)
-        self._bm25.save(str(directory / "bm25"), show_progress=False)
+                tokens.append(bm25_tokenize(para.text))
+        if self.setting == "paper":
+            for paper_id, rows in self._rows.items():
+                self._indexes[paper_id] = BM25Okapi([tokens[i] for i in rows])
+        else:
+            self._rows = {None: list(range(len(self._texts)))}
+            self._indexes[None] = BM25Okapi(tokens)
+        (directory / "bm25").mkdir(parents=True, exist_ok=True)
+        with (directory / "bm25" / "index.pkl").open("wb") as fh:
+            pickle.dump((self._indexes, self._rows, self._texts, self._spans), fh)
         return 0
 
     def search(self, question: str, paper_id: str | None) -> SearchResult:
-        vocab = self._bm25.vocab_dict
-        tokens = [t for t in self._tokenize([question])[0] if t in vocab]
-        n_docs = len(self._texts)
-        scores = self._bm25.get_scores(tokens) if tokens else np.zeros(n_docs, dtype=np.float32)
-        candidates = self._by_paper[paper_id] if paper_id is not None else np.arange(n_docs)
-        # Stable sort: ties keep document order.
-        order = candidates[np.argsort(-scores[candidates], kind="stable")][: self.k]
+        index = self._indexes[paper_id]
+        rows = self._rows[paper_id]
+        scores = np.asarray(index.get_scores(bm25_tokenize(question)))
+        # Stable sort: ties (e.g. paragraphs sharing no query term) keep document order.
+        order = [rows[i] for i in np.argsort(-scores, kind="stable")[: self.k]]
         return SearchResult(
             texts=[self._texts[i] for i in order], spans=[self._spans[i] for i in order]
         )
@@ -564,4 +577,3 @@ def quiet_third_party() -> None:
     )
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    logging.getLogger("bm25s").setLevel(logging.WARNING)

@@ -62,7 +62,7 @@ VERSIONED_PACKAGES = (
     "langchain-text-splitters",
     "chromadb",
     "llama-index-core",
-    "bm25s",
+    "rank-bm25",
     "tiktoken",
     "onnxruntime",
     "tokenizers",
@@ -124,6 +124,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         MiniLMEmbeddings(), Path(args.cache_dir) / "embeddings.sqlite", batch_size=512
     )
     peer = make_peer(args.worker)
+    peer.setting = args.setting
     workdir = Path(tempfile.mkdtemp(prefix=f"qasper-{args.worker}-"))
     try:
         t0 = time.perf_counter()

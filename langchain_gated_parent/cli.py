@@ -8,6 +8,7 @@ Subcommands (``gated-parent COMMAND --help`` for each):
   (``--json``) a JSON list.
 * ``delete DOC_ID... --index DIR``, ``stats --index DIR``, ``verify --index DIR``.
 * ``demo``: index the bundled demo corpus and run a few example questions.
+* ``serve --index DIR``: serve the retriever over HTTP with LangServe (``[serve]`` extra).
 
 Document ids are stable, so re-running ``index`` on the same files skips or replaces them: a
 structured JSON file's ``doc_id``, else a Markdown file's front matter ``doc_id``, else the
@@ -40,12 +41,11 @@ from langchain_core.documents import Document
 from tqdm import tqdm
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.index import GatedParentIndex
 from langchain_gated_parent.sections import parse_document
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
-
-    from langchain_gated_parent.index import GatedParentIndex
 
     Subparsers = argparse._SubParsersAction["_Parser"]  # noqa: SLF001
 
@@ -85,10 +85,9 @@ DEFAULT_DEMO_INDEX = Path("demo-index")
 _INDEX_PARTS = ("chroma", "docstore.sqlite")
 """What ``GatedParentIndex(directory=...)`` creates; a folder without them holds no index."""
 _BINARY_PROBE = 8192
+_MAX_PORT = 65535
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 _FIELD = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
-
-logger = logging.getLogger(__name__)
 
 
 class CliError(Exception):
@@ -305,8 +304,6 @@ def _open_index(directory: Path, *, create: bool = False) -> GatedParentIndex:
     if not create and not all((directory / part).exists() for part in _INDEX_PARTS):
         msg = f"no index in {directory}; build one with '{PROG} index PATH... --index {directory}'"
         raise CliError(msg)
-    from langchain_gated_parent.index import GatedParentIndex  # noqa: PLC0415 (slow: keep --help fast)
-
     with _refused(EXIT_FAILURE, ValueError):
         return GatedParentIndex(directory=directory)
 
@@ -322,12 +319,14 @@ class _Totals:
     seconds: float = 0.0
 
     def summary(self) -> str:
+        """One line: counts, seconds and rates (children/s is the embedding throughput)."""
         seen = self.documents + self.unchanged
-        rate = seen / self.seconds if self.seconds else 0.0
+        seconds = max(self.seconds, 1e-9)
         return (
             f"indexed {seen} documents ({self.documents} new or changed, {self.unchanged} "
             f"unchanged): {self.parents} parents, {self.children} children in "
-            f"{self.seconds:.1f} s ({rate:.1f} documents/s)"
+            f"{self.seconds:.1f} s ({seen / seconds:.3g} documents/s, "
+            f"{self.children / seconds:.3g} children/s)"
         )
 
 
@@ -365,26 +364,38 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
 
 
-def _location(metadata: dict[str, Any]) -> str:
-    return " > ".join([str(metadata.get(keys.DOC_ID, "")), *metadata.get(keys.SECTION_PATH, [])])
+def _location(metadata: dict[str, Any], width: int | None = None) -> str:
+    """``doc > section > subsection``; past ``width``, the middle of the path goes first."""
+    doc, path = str(metadata.get(keys.DOC_ID, "")), metadata.get(keys.SECTION_PATH, [])
+    full = " > ".join([doc, *path])
+    if width is None:
+        return full
+    if len(full) > width and len(path) > 1:
+        full = f"{doc} > ... > {path[-1]}"
+    return _shorten(full, width)
 
 
 def _table(documents: Sequence[Document], indent: str = "") -> str:
-    """Results as rows of rank, fused score, parent and child scores, where, and text."""
+    """Results as rows of rank, fused score, parent and child scores, where, and text.
+
+    The text is cut to fit the terminal (``COLUMNS``, else 120 columns) and at least 30
+    characters; ``--json`` gives the full text.
+    """
     if not documents:
         return f"{indent}(no results)"
-    width = shutil.get_terminal_size((120, 24)).columns
     place = min(40, max(len(_location(d.metadata)) for d in documents))
-    text_width = max(width - len(indent) - place - 30, 30)
-    lines = [f"{indent}{'#':>2}  {'score':>5}  {'s_p':>5}  {'s_c':>5}  {'where':<{place}}  text"]
+    rows = [
+        (f"{indent}{'#':>2}  {'score':>5}  {'s_p':>5}  {'s_c':>5}  {'where':<{place}}  ", "text")
+    ]
     for rank, document in enumerate(documents, start=1):
         meta = document.metadata
-        lines.append(
-            f"{indent}{rank:>2}  {meta[keys.SCORE]:5.3f}  {meta[keys.PARENT_SCORE]:5.3f}  "
-            f"{meta[keys.CHILD_SCORE]:5.3f}  {_shorten(_location(meta), place):<{place}}  "
-            f"{_shorten(document.page_content, text_width)}"
+        scores = "  ".join(
+            f"{meta[k]:5.3f}" for k in (keys.SCORE, keys.PARENT_SCORE, keys.CHILD_SCORE)
         )
-    return "\n".join(lines)
+        where = _location(meta, place)
+        rows.append((f"{indent}{rank:>2}  {scores}  {where:<{place}}  ", document.page_content))
+    text_width = max(shutil.get_terminal_size((120, 24)).columns - len(rows[0][0]), 30)
+    return "\n".join(prefix + _shorten(text, text_width) for prefix, text in rows)
 
 
 # ---------------------------------------------------------------------------------- commands
@@ -486,6 +497,18 @@ def _run_demo(args: argparse.Namespace) -> int:
             )
         _echo(_table(explanation.documents, indent="  "))
     _echo(f'\ntry your own: {PROG} query "..." --index {args.index}')
+    return 0
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    index = _open_index(args.index)
+    with _refused(EXIT_FAILURE, ImportError):  # the message names the pip install command
+        from langchain_gated_parent.server import RETRIEVER_PATH, serve  # noqa: PLC0415
+
+    base = f"http://{args.host}:{args.port}"
+    _echo(f"serving {args.index} at {base}{RETRIEVER_PATH}/ (Ctrl+C stops)")
+    _echo(f"playground: {base}{RETRIEVER_PATH}/playground/  health: {base}/health")
+    serve(index, host=args.host, port=args.port)
     return 0
 
 
@@ -624,6 +647,35 @@ def _add_demo(commands: Subparsers) -> None:
     parser.set_defaults(run=_run_demo)
 
 
+def _port(value: str) -> int:
+    number = _positive_int(value)
+    if number > _MAX_PORT:
+        msg = f"expected a port in 1..{_MAX_PORT}, got {value!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return number
+
+
+def _add_serve(commands: Subparsers) -> None:
+    parser = commands.add_parser(
+        "serve",
+        help="serve the retriever over HTTP (LangServe)",
+        description="Serve the index's retriever with LangServe: /retriever/invoke, /batch, "
+        "/stream, /playground/ and /health. A request's config may set alpha, k, "
+        "parent_top_k, child_per_parent, return_parents and filter for that request. "
+        'Needs pip install "langchain-gated-parent[serve]".',
+    )
+    _index_option(parser)
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to listen on (default 127.0.0.1: this machine only)",
+    )
+    parser.add_argument(
+        "--port", type=_port, default=8000, metavar="N", help="TCP port (default 8000)"
+    )
+    parser.set_defaults(run=_run_serve)
+
+
 SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     _add_index,
     _add_query,
@@ -631,6 +683,7 @@ SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     _add_stats,
     _add_verify,
     _add_demo,
+    _add_serve,
 )
 """Each function adds one subcommand to the subparsers and sets its ``run`` handler.
 

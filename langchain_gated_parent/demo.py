@@ -80,7 +80,9 @@ def demo_documents() -> list[Document]:
 
     Returns:
         One Document per bundled file, in file-name order, with ``doc_id``, ``title``,
-        ``source`` and ``format`` metadata.
+        ``source`` (the installed file's path, as ``gated-parent index`` would record it, so
+        either way of indexing the corpus finds the other's documents unchanged) and
+        ``format`` metadata.
     """
     folder = files("langchain_gated_parent").joinpath(CORPUS_FOLDER)
     entries = sorted(folder.iterdir(), key=lambda entry: entry.name)
@@ -89,6 +91,6 @@ def demo_documents() -> list[Document]:
         for entry in entries
         if (suffix := "." + entry.name.rpartition(".")[2]) in FORMATS
         for document in documents_from_text(
-            entry.read_text(encoding="utf-8"), entry.name, suffix, f"{CORPUS_FOLDER}/{entry.name}"
+            entry.read_text(encoding="utf-8"), entry.name, suffix, str(entry)
         )
     ]

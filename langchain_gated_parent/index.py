@@ -18,6 +18,8 @@ import json
 import logging
 import threading
 import warnings
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,7 +32,7 @@ from langchain_gated_parent import keys
 from langchain_gated_parent.splitters import ParagraphSplitter, SectionSplitter, split_document
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Iterable, Iterator
 
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
@@ -60,6 +62,7 @@ _RESERVED = frozenset(
         keys.END_INDEX,
         keys.TOKENS,
         keys.FORMAT,
+        keys.CHILD_COUNT,
     }
 )
 
@@ -355,10 +358,12 @@ class GatedParentIndex:
         """Split, embed and store documents; a document with a known id replaces the old one.
 
         Raises:
+            TypeError: ``documents`` is not a sequence of Documents (e.g. one Document).
             ValueError: two documents in the batch share an id, a document's ids belong to
-                another document of the index, or a document cannot be split. Nothing is
-                written in that case.
+                another document of the index, a document is empty or whitespace only, or a
+                document cannot be split. Nothing is written in that case.
         """
+        _refuse_non_documents(documents)
         splits = [
             split_document(
                 d, parent_splitter=self.parent_splitter, child_splitter=self.child_splitter
@@ -366,6 +371,7 @@ class GatedParentIndex:
             for d in documents
         ]
         _refuse_duplicates([s.doc_id for s in splits])
+        _refuse_empty(splits)
         manifests = self._manifests([s.doc_id for s in splits])
         digests = [_content_hash(d) for d in documents]
         todo = [
@@ -392,7 +398,11 @@ class GatedParentIndex:
         child_texts: list[str] = []
         for doc, split, digest in items:
             user = _user_metadata(doc)
-            parents = [_with_user(p, user) for p in split.parents]
+            counts = Counter(c.metadata[keys.PARENT_ID] for c in split.children)
+            parents = [
+                _with_user(p, {**user, keys.CHILD_COUNT: counts[p.metadata[keys.PARENT_ID]]})
+                for p in split.parents
+            ]
             children = [_with_user(c, user) for c in split.children]
             child_texts.extend(heading_context(c.metadata, c.page_content) for c in children)
             prepared.append(
@@ -742,6 +752,34 @@ def _prepare_directory(directory: Path) -> None:
             "choose a writable folder"
         )
         raise ValueError(msg) from error
+
+
+def _refuse_non_documents(documents: object) -> None:
+    """A single Document or a string iterates into nonsense: refuse it by name."""
+    if isinstance(documents, (Document, str, bytes)) or not isinstance(documents, Sequence):
+        msg = (
+            f"add_documents takes a list of Documents, got {type(documents).__name__}; "
+            "wrap a single document in a list: add_documents([document])"
+        )
+        raise TypeError(msg)
+    for position, document in enumerate(documents):
+        if not isinstance(document, Document):
+            msg = (
+                f"documents[{position}] is a {type(document).__name__}, not a Document; "
+                "wrap text as Document(page_content=text, metadata={'doc_id': ...})"
+            )
+            raise TypeError(msg)
+
+
+def _refuse_empty(splits: Sequence[Any]) -> None:
+    """A document without text would be recorded as indexed while holding nothing."""
+    for split in splits:
+        if not split.parents:
+            msg = (
+                f"document {split.doc_id!r} has no text to index (empty or whitespace only); "
+                f"leave it out, or remove its indexed version with delete([{split.doc_id!r}])"
+            )
+            raise ValueError(msg)
 
 
 def _refuse_duplicates(doc_ids: Sequence[str]) -> None:

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 import numpy as np
+from annotated_types import Ge, Interval
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
+from langchain_core.runnables import ConfigurableFieldSpec
 from pydantic import ConfigDict, Field
+from typing_extensions import override
 
 from langchain_gated_parent import keys, scoring
+from langchain_gated_parent.lexical import bm25
 from langchain_gated_parent.index import ChildRows, GatedParentIndex, ParentHits, model_name_of
 
 if TYPE_CHECKING:
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
         AsyncCallbackManagerForRetrieverRun,
         CallbackManagerForRetrieverRun,
     )
+    from langchain_core.runnables import RunnableConfig
 
 Alpha = Union[float, Literal["auto"]]
 
@@ -64,6 +69,8 @@ class Params:
     parent_top_k: int
     child_per_parent: int
     gate_margin: float
+    fill: bool
+    lexical_weight: float
     return_parents: bool
     dedupe: bool
     near_duplicate: float | None
@@ -83,6 +90,9 @@ class Params:
             scoring.check_alpha(float(self.alpha))
         if self.gate_margin < 0:
             msg = f"gate_margin must be >= 0, got {self.gate_margin!r}"
+            raise ValueError(msg)
+        if not 0.0 <= self.lexical_weight <= 1.0:
+            msg = f"lexical_weight must be in [0, 1], got {self.lexical_weight!r}"
             raise ValueError(msg)
 
 
@@ -163,6 +173,10 @@ class GatedParentRetriever(BaseRetriever):
     """At most this many children from one parent."""
     gate_margin: float = 0.0
     """Also open parents scoring within this margin of the last one kept (0: hard gate)."""
+    fill: bool = True
+    """Open further parents, best first, until the opened ones can supply ``k`` children."""
+    lexical_weight: float = 0.0
+    """Share of BM25 (over the gated candidates) in the child score; 0 is dense only."""
     return_parents: bool = False
     """Return the parents of the best children instead (each with its best child's score)."""
     dedupe: bool = True
@@ -197,19 +211,31 @@ class GatedParentRetriever(BaseRetriever):
         explanation = Explanation(query=query, alpha=alpha)
         if vector is None:
             vector = yield _Embed(query)
-        n = (
-            max(params.parent_top_k * 4, params.parent_top_k + 8)
-            if params.gate_margin
-            else (params.parent_top_k)
+        wide = params.gate_margin > 0 or params.fill
+        n = max(4 * params.parent_top_k, params.k if params.fill else 0) if wide else (
+            params.parent_top_k
         )
         hits: ParentHits = yield _SearchParents(vector, n, params.filter)
         gate = scoring.select_gate(
             hits.ids, hits.scores, params.parent_top_k, margin=params.gate_margin
         )
+        if params.fill:
+            gate = scoring.fill_gate(
+                gate,
+                hits.ids,
+                hits.scores,
+                [int(m.get(keys.CHILD_COUNT, 1)) for m in hits.metadatas],
+                need=params.k,
+                child_per_parent=params.child_per_parent,
+            )
         rows: ChildRows = yield _FetchChildren([g.parent_id for g in gate])
         if not rows.ids:
             return explanation
         child_scores = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
+        if params.lexical_weight:
+            child_scores = (1.0 - params.lexical_weight) * child_scores + (
+                params.lexical_weight * bm25(query, rows.texts)
+            )
         ranked = scoring.rank_children(
             [m[keys.PARENT_ID] for m in rows.metadatas],
             rows.ids,
@@ -344,3 +370,134 @@ class GatedParentRetriever(BaseRetriever):
         """Run the retrieval and return what the gate opened and every child it scored."""
         query, params, vector = self._start(query, kwargs)
         return self._run(self._plan(query, params, vector))
+
+    # ------------------------------------------------------------------ per-request settings
+    _BATCH_VECTORS: ClassVar[str] = "_batch_query_vectors"
+    """Keyword through which ``batch`` hands each ``invoke`` the vectors of all its queries."""
+
+    @property
+    @override
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The settings one call may take from ``config["configurable"]``.
+
+        Declared so that LangServe's config schema accepts and forwards them (a key not
+        declared here is dropped by the server) and the playground shows their ranges. Every
+        default is ``None``, meaning "this retriever's own field": the specs are then the same
+        for every instance, so two retrievers can sit in one chain without a conflict. In a
+        chain the ids are shared, so ``{"k": 3}`` applies to each retriever of this class.
+        """
+        positive = Annotated[int, Ge(1)] | None
+        return [
+            ConfigurableFieldSpec(
+                id="k", annotation=positive, name="k", description="How many results to return."
+            ),
+            ConfigurableFieldSpec(
+                id="alpha",
+                annotation=Annotated[float, Interval(ge=0, le=1)] | Literal["auto"] | None,
+                name="alpha",
+                description="Weight of the parent's score in the fused score, or 'auto'.",
+            ),
+            ConfigurableFieldSpec(
+                id="parent_top_k",
+                annotation=positive,
+                name="parent_top_k",
+                description="How many parents the gate opens.",
+            ),
+            ConfigurableFieldSpec(
+                id="child_per_parent",
+                annotation=positive,
+                name="child_per_parent",
+                description="At most this many children from one parent.",
+            ),
+            ConfigurableFieldSpec(
+                id="return_parents",
+                annotation=bool | None,
+                name="return_parents",
+                description="Return the parents of the best children instead.",
+            ),
+            ConfigurableFieldSpec(
+                id="filter",
+                annotation=dict[str, Any] | None,
+                name="filter",
+                description='Chroma metadata filter, e.g. {"doc_id": "P-GAPDH-01"}.',
+            ),
+        ]
+
+    def _call_kwargs(
+        self, query: object, config: RunnableConfig | None, kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Per-call arguments: the declared ``configurable`` settings, then explicit kwargs.
+
+        ``None`` in ``configurable`` keeps the field (LangServe sends every declared key, unset
+        ones as ``None``). A vector precomputed by ``batch`` becomes ``query_vector``.
+        """
+        configurable = (config or {}).get("configurable") or {}
+        ids = {spec.id for spec in self.config_specs}
+        merged = {k: v for k, v in configurable.items() if k in ids and v is not None}
+        merged.update(kwargs)
+        vectors = merged.pop(self._BATCH_VECTORS, None)
+        if vectors and isinstance(query, str) and query in vectors:
+            merged.setdefault("query_vector", vectors[query])
+        return merged
+
+    def _to_embed(self, inputs: Sequence[object], kwargs: dict[str, Any]) -> list[str]:
+        """The distinct queries of a batch worth embedding (invalid ones fail in ``invoke``)."""
+        if "query_vector" in kwargs:
+            return []
+        return list(dict.fromkeys(q for q in inputs if isinstance(q, str) and q.strip()))
+
+    @override
+    def invoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Retrieve for one query; ``config["configurable"]`` may change this call's settings.
+
+        So a chain or a LangServe client tunes ``alpha``, ``k``, ``parent_top_k``,
+        ``child_per_parent``, ``return_parents`` or ``filter`` per request without a new
+        retriever (see :attr:`config_specs`); explicit keyword arguments win over ``config``.
+        """
+        return super().invoke(input, config, **self._call_kwargs(input, config, kwargs))
+
+    @override
+    async def ainvoke(
+        self, input: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Async :meth:`invoke`, with the same per-request settings."""
+        return await super().ainvoke(input, config, **self._call_kwargs(input, config, kwargs))
+
+    @override
+    def batch(
+        self,
+        inputs: list[str],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[list[Document]]:
+        """Retrieve for many queries, embedding all of them in one ``embed_documents`` call.
+
+        One batched model call is much cheaper than one call per query. It assumes queries
+        and documents share one encoder (``embed_query(q) == embed_documents([q])[0]``), as
+        :class:`~langchain_gated_parent.embeddings.MiniLMEmbeddings` does.
+        """
+        queries = self._to_embed(inputs, kwargs)
+        if queries:
+            vectors = self.index.embeddings.embed_documents(queries)
+            kwargs[self._BATCH_VECTORS] = dict(zip(queries, vectors, strict=True))
+        return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs)
+
+    @override
+    async def abatch(
+        self,
+        inputs: list[str],
+        config: RunnableConfig | list[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[list[Document]]:
+        """Async :meth:`batch`: one ``aembed_documents`` call for all the queries."""
+        queries = self._to_embed(inputs, kwargs)
+        if queries:
+            vectors = await self.index.embeddings.aembed_documents(queries)
+            kwargs[self._BATCH_VECTORS] = dict(zip(queries, vectors, strict=True))
+        return await super().abatch(inputs, config, return_exceptions=return_exceptions, **kwargs)

@@ -94,7 +94,39 @@ def select_gate(
     ]
 
 
-def rank_children(
+def fill_gate(  # noqa: PLR0913 (parallel arrays of one parent list, plus two limits)
+    gate: Sequence[GatedParent],
+    parent_ids: Sequence[str],
+    parent_scores: ArrayLike,
+    child_counts: Sequence[int],
+    *,
+    need: int,
+    child_per_parent: int,
+) -> list[GatedParent]:
+    """Keep opening parents, best first, until the opened ones can supply ``need`` children.
+
+    A hard gate caps what it can return at ``parent_top_k * child_per_parent`` children, so a
+    caller asking for a full context window gets a short one. Filling opens the next-best
+    parents only as far as the request needs; a parent is still never opened out of order.
+    """
+    scores = np.asarray(parent_scores, dtype=np.float64)
+    count = dict(zip(parent_ids, child_counts, strict=True))
+    opened = list(gate)
+    supply = sum(min(count.get(g.parent_id, 0), child_per_parent) for g in opened)
+    taken = {g.parent_id for g in opened}
+    order = sorted(range(len(parent_ids)), key=lambda i: (-scores[i], parent_ids[i]))
+    for i in order:
+        if supply >= need:
+            break
+        if parent_ids[i] in taken:
+            continue
+        opened.append(GatedParent(parent_ids[i], float(scores[i]), len(opened) + 1))
+        taken.add(parent_ids[i])
+        supply += min(count[parent_ids[i]], child_per_parent)
+    return opened
+
+
+def rank_children(  # noqa: PLR0913 (parallel arrays of one child list, plus the knobs)
     child_parent_ids: Sequence[str],
     child_ids: Sequence[str],
     child_scores: ArrayLike,
@@ -153,9 +185,13 @@ def dedupe(
         text_key = normalize_text(texts[row])
         if spans[row] in seen_spans or text_key in seen_texts:
             continue
-        if vectors is not None and near_duplicate is not None and kept:
-            if float(np.max(vectors[kept] @ vectors[row])) > near_duplicate:
-                continue
+        if (
+            vectors is not None
+            and near_duplicate is not None
+            and kept
+            and float(np.max(vectors[kept] @ vectors[row])) > near_duplicate
+        ):
+            continue
         seen_spans.add(spans[row])
         seen_texts.add(text_key)
         kept.append(row)

@@ -86,8 +86,9 @@ def test_rank_children_matches_brute_force(seed: int) -> None:
     opened = {f"P-{i}": float(rng.random()) for i in range(n_parents) if rng.random() < 0.6}
     gate = [scoring.GatedParent(pid, s, r) for r, (pid, s) in enumerate(opened.items(), 1)]
     per_parent, alpha = int(rng.integers(1, 7)), float(rng.random())
-    got = scoring.rank_children(parents, ids, scores, gate, child_per_parent=per_parent,
-                                alpha=alpha)
+    got = scoring.rank_children(
+        parents, ids, scores, gate, child_per_parent=per_parent, alpha=alpha
+    )
     want = _brute_rank(parents, ids, scores, opened, per_parent, alpha)
     assert [r for r, _ in got] == [r for r, _ in want]
     assert np.allclose([s for _, s in got], [s for _, s in want])

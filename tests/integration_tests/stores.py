@@ -1,0 +1,221 @@
+"""Where an index under test lives, and how to look at all of it: shared by tests and workers.
+
+A :class:`StoreSpec` names the three stores of a :class:`GatedParentIndex` (a local folder, a
+Chroma server, a PostgreSQL docstore) as plain JSON, so a test can hand the same index to a
+worker process. :func:`snapshot` reads every record of the three stores, so two indexes can be
+compared exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import warnings
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_gated_parent.index import GatedParentIndex, sql_docstore
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from langchain_core.embeddings import Embeddings
+
+POSTGRES_ENV = "GATED_PARENT_POSTGRES_URL"
+"""The environment variable naming the PostgreSQL database the scale-out suite uses."""
+
+FAKE_SIZE = 32
+
+
+def fake_embeddings() -> Embeddings:
+    """A deterministic FAKE embedding (hash-seeded random vectors), labelled as such.
+
+    Crash and concurrency semantics do not depend on the model; the fake is fast and gives
+    the same vector for the same text in every process.
+    """
+    return DeterministicFakeEmbedding(size=FAKE_SIZE)
+
+
+def embeddings_named(name: str) -> Embeddings:
+    """``"fake"`` (see :func:`fake_embeddings`) or ``"minilm"`` (the real offline model)."""
+    if name == "fake":
+        return fake_embeddings()
+    from langchain_gated_parent import MiniLMEmbeddings
+
+    return MiniLMEmbeddings()
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """The stores of one index under test.
+
+    Attributes:
+        directory: The index folder (Chroma files unless ``chroma_port``; the SQLite docstore
+            unless ``postgres_url``).
+        name: Collection name prefix, unique per test when stores are shared (a server).
+        chroma_host: Host of a Chroma server, with ``chroma_port``.
+        chroma_port: Port of a Chroma server; ``None`` for a local persistent Chroma.
+        postgres_url: A SQLAlchemy URL for the parent docstore; ``None`` for SQLite.
+        namespace: The docstore namespace (unique per test on a shared database).
+    """
+
+    directory: str
+    name: str = "gated-parent"
+    chroma_host: str = "127.0.0.1"
+    chroma_port: int | None = None
+    postgres_url: str | None = None
+    namespace: str = "parents"
+
+    def to_json(self) -> str:
+        """The spec as one JSON line."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> StoreSpec:
+        """Undo :meth:`to_json`."""
+        return cls(**json.loads(text))
+
+    def open(self, embeddings: Embeddings) -> GatedParentIndex:
+        """Open (or create) the index these stores hold; recovery runs as on every open."""
+        client = None
+        if self.chroma_port is not None:
+            import chromadb
+            from chromadb.config import Settings
+
+            client = chromadb.HttpClient(
+                host=self.chroma_host,
+                port=self.chroma_port,
+                settings=Settings(anonymized_telemetry=False),
+            )
+        docstore = sql_docstore(self.postgres_url, self.namespace) if self.postgres_url else None
+        return GatedParentIndex(
+            embeddings, directory=self.directory, client=client, docstore=docstore, name=self.name
+        )
+
+    def drop(self) -> None:
+        """Remove what this spec put on shared servers (collections, docstore rows)."""
+        if self.chroma_port is not None:
+            import chromadb
+            from chromadb.config import Settings
+
+            client = chromadb.HttpClient(
+                host=self.chroma_host,
+                port=self.chroma_port,
+                settings=Settings(anonymized_telemetry=False),
+            )
+            for suffix in ("parents", "children"):
+                with suppress(Exception):
+                    client.delete_collection(f"{self.name}-{suffix}")
+        if self.postgres_url:
+            store = sql_docstore(self.postgres_url, self.namespace)
+            store.mdelete(list(store.yield_keys()))
+
+
+def snapshot(index: GatedParentIndex) -> dict[str, Any]:
+    """Every record of the three stores, sorted by id, for exact comparison.
+
+    Returns:
+        ``docstore``: key -> (page_content, metadata) for every key (parents, manifests and the
+        config record); ``parents`` / ``children``: ids, metadatas, documents and an
+        ``embeddings`` matrix in id order.
+    """
+    docstore_keys = sorted(index.docstore.yield_keys())
+    values = index.docstore.mget(docstore_keys)
+    docstore = {
+        key: (value.page_content, value.metadata)
+        for key, value in zip(docstore_keys, values, strict=True)
+        if value is not None
+    }
+
+    def collection(which: Any) -> dict[str, Any]:
+        got = which.get(include=["embeddings", "metadatas", "documents"])
+        order = np.argsort(np.asarray(got["ids"], dtype=object)) if got["ids"] else []
+        vectors = np.asarray(got["embeddings"], dtype=np.float32)
+        return {
+            "ids": [got["ids"][i] for i in order],
+            "metadatas": [got["metadatas"][i] for i in order],
+            "documents": [(got["documents"] or [None] * len(order))[i] for i in order],
+            "embeddings": vectors[list(order)] if len(order) else vectors.reshape(0, 0),
+        }
+
+    return {
+        "docstore": docstore,
+        "parents": collection(index.parents),
+        "children": collection(index.children),
+    }
+
+
+def assert_same_state(actual: dict[str, Any], expected: dict[str, Any]) -> None:
+    """Assert two :func:`snapshot` results hold exactly the same records (vectors allclose)."""
+    assert sorted(actual["docstore"]) == sorted(expected["docstore"])
+    for key, value in expected["docstore"].items():
+        assert actual["docstore"][key] == value, key
+    for part in ("parents", "children"):
+        got, want = actual[part], expected[part]
+        assert got["ids"] == want["ids"], part
+        assert got["metadatas"] == want["metadatas"], part
+        assert got["documents"] == want["documents"], part
+        assert got["embeddings"].shape == want["embeddings"].shape, part
+        assert np.allclose(got["embeddings"], want["embeddings"], atol=1e-6), part
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def chroma_server(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
+    """Run ``chroma run`` on 127.0.0.1 at a free port until the block ends; yields the port.
+
+    The server is waited for through its heartbeat and always stopped (terminate, then kill).
+    """
+    import chromadb
+    from chromadb.config import Settings
+
+    chroma = Path(os.environ.get("VIRTUAL_ENV", "")) / "bin" / "chroma"
+    command = str(chroma) if chroma.exists() else "chroma"
+    port = free_port()
+    log = (path / "chroma-server.log").open("wb")
+    server = subprocess.Popen(  # noqa: S603
+        [command, "run", "--path", str(path / "data"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if server.poll() is not None:
+                msg = f"chroma run exited with {server.returncode}; see {path / 'chroma-server.log'}"
+                raise RuntimeError(msg)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    chromadb.HttpClient(
+                        host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
+                    ).heartbeat()
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.25)
+        yield port
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
+        log.close()

@@ -1,0 +1,116 @@
+"""Smoke test of ``python -m benchmarks.qasper`` on three QASPER papers, both settings.
+
+Embeds a few hundred texts on a cold cache (about a minute on a quiet 2-core machine); set
+``QASPER_BENCH_CACHE`` to a cache directory to reuse vectors across runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(os.environ.get("QASPER_DEV", "/work/shared/data/qasper/dev.jsonl"))
+N_PAPERS = 3
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not DATA.exists(), reason=f"QASPER data not found at {DATA}"),
+]
+
+METRIC_KEYS = {"recall@8", "hit@8", "mrr@10", "ndcg@10", "evr@512", "evr@2048"}
+COST_KEYS = {"p50_ms", "p95_ms", "build_s", "vectors", "disk_bytes", "peak_rss_mb"}
+TOP_KEYS = {
+    "retrievers",
+    "questions",
+    "papers",
+    "setting",
+    "data",
+    "embeddings",
+    "machine",
+    "versions",
+    "date",
+}
+
+
+def _retrievers() -> list[str]:
+    names = ["flat-para", "bm25-para"]
+    if importlib.util.find_spec("langchain_gated_parent.index") is not None:
+        names.append("gated")
+    return names
+
+
+def _questions_in_first_papers(n: int) -> int:
+    count = 0
+    with DATA.open() as fh:
+        for _, line in zip(range(n), fh, strict=False):
+            paper = json.loads(line)
+            count += sum(1 for q in paper["questions"] if q["evidence"])
+    return count
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    env = os.environ.get("QASPER_BENCH_CACHE")
+    return Path(env) if env else tmp_path_factory.mktemp("bench-cache")
+
+
+@pytest.mark.parametrize("setting", ["paper", "corpus"])
+def test_cli_writes_results(setting: str, cache_dir: Path, tmp_path: Path) -> None:
+    retrievers = _retrievers()
+    out = tmp_path / "out"
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.qasper",
+        "--data",
+        str(DATA),
+        "--setting",
+        setting,
+        "--out",
+        str(out),
+        "--retrievers",
+        ",".join(retrievers),
+        "--limit-papers",
+        str(N_PAPERS),
+        "--cache-dir",
+        str(cache_dir),
+    ]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "flat-para" in proc.stdout  # the table
+
+    report = json.loads((out / "results.json").read_text())
+    assert set(report) >= TOP_KEYS
+    assert report["setting"] == setting
+    assert report["papers"] == N_PAPERS
+    n_questions = _questions_in_first_papers(N_PAPERS)
+    assert report["questions"] == n_questions
+    assert report["embeddings"]
+    assert set(report["retrievers"]) == set(retrievers)
+    for name, row in report["retrievers"].items():
+        assert "error" not in row, (name, row)
+        assert set(row) >= METRIC_KEYS | COST_KEYS, name
+        for key in METRIC_KEYS:
+            assert row[key] is not None, (name, key)
+            assert 0.0 <= row[key] <= 1.0, (name, key)
+        assert row["p50_ms"] > 0
+        assert row["p95_ms"] >= row["p50_ms"]
+        assert row["build_s"] > 0
+        assert row["disk_bytes"] > 0
+        assert row["peak_rss_mb"] > 0
+    assert report["retrievers"]["flat-para"]["vectors"] > 0
+    if "gated" in report["retrievers"]:
+        assert 0.0 <= report["retrievers"]["gated"]["gate_recall"] <= 1.0
+    else:
+        assert all("gate_recall" not in row for row in report["retrievers"].values())
+
+    rows = [json.loads(line) for line in (out / "per_question.jsonl").read_text().splitlines()]
+    assert len(rows) == n_questions * len(retrievers)
+    assert {"qid", "retriever", "ndcg", "evr@2048", "gate_recall"} <= set(rows[0])

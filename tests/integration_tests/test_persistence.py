@@ -1,0 +1,179 @@
+"""Persistence and updates: reopen in a new process, refuse other embeddings, replace, delete.
+
+Runs on the real offline MiniLM embeddings and a persistent Chroma + SQLite index. The check
+functions take any index (or :class:`StoreSpec`) so ``test_scale_out`` runs them unchanged
+against a Chroma server and a PostgreSQL docstore.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_gated_parent import GatedParentIndex, cli, keys
+from langchain_gated_parent.splitters import split_document
+from tests.integration_tests.crash_worker import ROOT
+from tests.integration_tests.stores import StoreSpec
+
+from .conftest import GAPDH, RIVAL, corpus
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from langchain_core.embeddings import Embeddings
+
+QUERIES = [
+    "48 h RNA extraction",
+    "How do I set the cache directory?",
+    "lactate after GAPDH knockdown",
+    "phenol versus column kits",
+]
+
+
+def answers(index: GatedParentIndex) -> list[dict[str, Any]]:
+    """Ids and scores of each query's children and parents, as the worker's ``query`` mode."""
+    out = []
+    for text in QUERIES:
+        children = index.as_retriever(k=6).invoke(text)
+        parents = index.as_retriever(k=3, return_parents=True).invoke(text)
+        out.append(
+            {
+                "children": [[d.id, d.metadata[keys.SCORE]] for d in children],
+                "parents": [[d.id, d.metadata[keys.SCORE]] for d in parents],
+            }
+        )
+    return out
+
+
+def answers_in_new_process(spec: StoreSpec, embeddings: str = "minilm") -> list[dict[str, Any]]:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.integration_tests.crash_worker",
+            "query",
+            spec.to_json(),
+            embeddings,
+            json.dumps(QUERIES),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    found: list[dict[str, Any]] = json.loads(result.stdout.splitlines()[-1])
+    return found
+
+
+def check_reopens_with_the_same_answers(index: GatedParentIndex, spec: StoreSpec) -> None:
+    """Another process opening the same stores answers every query identically."""
+    here = answers(index)
+    assert all(a["children"] for a in here)
+    there = answers_in_new_process(spec)
+    for mine, theirs in zip(here, there, strict=True):
+        for part in ("children", "parents"):
+            assert [i for i, _ in theirs[part]] == [i for i, _ in mine[part]]
+            assert [s for _, s in theirs[part]] == pytest.approx([s for _, s in mine[part]], 1e-6)
+
+
+def expected_counts(index: GatedParentIndex, documents: list[Document]) -> tuple[int, int, int]:
+    """Documents, parents and children the splitters make of ``documents``."""
+    splits = [
+        split_document(d, parent_splitter=index.parent_splitter, child_splitter=index.child_splitter)
+        for d in documents
+    ]
+    return len(splits), sum(len(s.parents) for s in splits), sum(len(s.children) for s in splits)
+
+
+def assert_holds_exactly(index: GatedParentIndex, documents: list[Document]) -> None:
+    report = index.verify()
+    assert report.ok, report.problems
+    documents_, parents, children = expected_counts(index, documents)
+    assert (report.documents, report.parents, report.children) == (documents_, parents, children)
+    assert index.parents.count() == parents
+    assert index.children.count() == children
+
+
+def structured(data: dict[str, Any]) -> Document:
+    return Document(page_content=json.dumps(data), metadata={keys.FORMAT: "structured"})
+
+
+def check_replace_and_delete(index: GatedParentIndex) -> None:
+    """Re-ingesting a changed document replaces it; deleting removes it; counts stay exact."""
+    documents = corpus()
+    index.add_documents(documents)
+    assert_holds_exactly(index, documents)
+    assert index.add_documents(documents).unchanged == len(documents)
+
+    changed = copy.deepcopy(GAPDH)
+    changed["sections"][1]["paras"] = ["10 nM siRNA, 72 h before protein extraction"]
+    del changed["sections"][2]  # Results is gone: its parent and children must go
+    report = index.add_documents([structured(changed)])
+    assert (report.documents, report.unchanged) == (1, 0)
+    now = [structured(changed), *documents[1:]]
+    assert_holds_exactly(index, now)
+    assert index.get_parents(["P-S-results"]) == [None]
+    assert index.children.get(where={keys.PARENT_ID: "P-S-results"})["ids"] == []
+    top = index.as_retriever(k=1).invoke("protein extraction", filter={keys.DOC_ID: GAPDH["doc_id"]})
+    assert top[0].page_content == "10 nM siRNA, 72 h before protein extraction"
+
+    assert index.delete([RIVAL["doc_id"], "no-such-document"]) == 1
+    now = [structured(changed), documents[2]]
+    assert_holds_exactly(index, now)
+    rival_children = index.children.get(where={keys.DOC_ID: RIVAL["doc_id"]})["ids"]
+    assert rival_children == []
+    hits = index.as_retriever(k=8).invoke("phenol extraction kits")
+    assert RIVAL["doc_id"] not in {d.metadata[keys.DOC_ID] for d in hits}
+
+
+def test_reopens_in_a_new_process_with_the_same_answers(index: GatedParentIndex) -> None:
+    assert index.directory is not None
+    check_reopens_with_the_same_answers(index, StoreSpec(directory=str(index.directory)))
+
+
+@pytest.mark.parametrize(
+    ("other", "fragment"),
+    [
+        (DeterministicFakeEmbedding(size=32), "not 'DeterministicFakeEmbedding' (32-d)"),
+        (DeterministicFakeEmbedding(size=384), "not 'DeterministicFakeEmbedding' (384-d)"),
+    ],
+    ids=["other-dimension", "same-dimension-other-name"],
+)
+def test_other_embeddings_are_refused(index_dir: Path, other: Embeddings, fragment: str) -> None:
+    with pytest.raises(ValueError, match="built with embeddings") as refused:
+        GatedParentIndex(other, directory=index_dir)
+    message = str(refused.value)
+    assert "'all-MiniLM-L6-v2-int8' (384-d)" in message
+    assert fragment in message
+    assert "open it with the same embeddings" in message
+
+
+def test_reingest_replaces_and_delete_removes(fresh_index: GatedParentIndex) -> None:
+    check_replace_and_delete(fresh_index)
+
+
+def test_cli_verify_names_a_child_deleted_behind_the_index(
+    tmp_path: Path, embeddings: Embeddings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "index"
+    index = GatedParentIndex(embeddings, directory=directory)
+    index.add_documents(corpus())
+    assert cli.main(["verify", "--index", str(directory)]) == 0
+    assert capsys.readouterr().out.startswith("ok: 3 documents")
+
+    index.children.delete(ids=["C-S-methods-2"])  # behind the index's back
+    status = cli.main(["verify", "--index", str(directory)])
+    out, err = capsys.readouterr()
+    assert status == cli.EXIT_FAILURE
+    assert "manifest child missing: C-S-methods-2" in out
+    assert err.startswith("gated-parent: error: 1 problem(s) in ")
+    assert "Traceback" not in err
