@@ -24,8 +24,8 @@ demo: venv
 # Unit tests run with network sockets disabled (they must pass offline); integration tests may
 # start local servers (Chroma, PostgreSQL via GATED_PARENT_POSTGRES_URL) and run the CLI.
 test: venv
-	$(BIN)/python -m pytest tests/unit_tests --disable-socket --allow-unix-socket
-	$(BIN)/python -m pytest tests/integration_tests
+	$(BIN)/python -m pytest tests/unit_tests --disable-socket --allow-unix-socket --durations=5
+	$(BIN)/python -m pytest tests/integration_tests --durations=10
 
 lint: venv
 	$(BIN)/ruff check .

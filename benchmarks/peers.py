@@ -98,7 +98,7 @@ class Peer(ABC):
 # --------------------------------------------------------------------------- Chroma helpers
 
 
-def _chroma_client(directory: Path) -> Any:  # noqa: ANN401 - chromadb.ClientAPI
+def _chroma_client(directory: Path) -> Any:
     import chromadb
     from chromadb.config import Settings
 
@@ -107,13 +107,13 @@ def _chroma_client(directory: Path) -> Any:  # noqa: ANN401 - chromadb.ClientAPI
     )
 
 
-def _cosine_collection(client: Any, name: str) -> Any:  # noqa: ANN401 - chromadb Collection
+def _cosine_collection(client: Any, name: str) -> Any:
     return client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"})
 
 
 def _add_batched(
-    client: Any,  # noqa: ANN401
-    collection: Any,  # noqa: ANN401
+    client: Any,
+    collection: Any,
     *,
     ids: list[str],
     texts: list[str],
@@ -359,7 +359,7 @@ def _llamaindex_offline_setup() -> None:
     set_global_tokenizer(get_encoding("cl100k_base").encode_ordinary)
 
 
-def llamaindex_embedding_adapter(embeddings: Embeddings) -> Any:  # noqa: ANN401
+def llamaindex_embedding_adapter(embeddings: Embeddings) -> Any:
     """Wrap LangChain ``Embeddings`` as a LlamaIndex ``BaseEmbedding``.
 
     Documents go through ``embed_documents`` (so through the disk cache), queries through
@@ -470,9 +470,20 @@ GATED_K = 60
 GATED_VARIANTS: dict[str, GatedVariant] = {
     "gated": GatedVariant(retriever={"k": GATED_K}),
     "gated-text": GatedVariant(build={"parent_representation": "text"}, retriever={"k": GATED_K}),
+    # The published method: text parents, a hard gate of 3 parents, 6 children each, alpha 0.4,
+    # and none of the later additions (gate margin, filling k, lexical or title scores).
     "gated-published": GatedVariant(
         build={"parent_representation": "text"},
-        retriever={"k": GATED_K, "alpha": 0.4, "parent_top_k": 3, "child_per_parent": 6},
+        retriever={
+            "k": GATED_K,
+            "alpha": 0.4,
+            "parent_top_k": 3,
+            "child_per_parent": 6,
+            "gate_margin": 0.0,
+            "fill": False,
+            "lexical_weight": 0.0,
+            "title_weight": 0.0,
+        },
     ),
     "gated-parents": GatedVariant(retriever={"k": GATED_K}, return_parents=True),
 }

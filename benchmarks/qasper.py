@@ -94,7 +94,7 @@ def _peak_rss_mb() -> float:
 def _score_question(
     paper: Paper,
     evidence: frozenset[tuple[str, int]],
-    result: Any,  # noqa: ANN401 - peers.SearchResult
+    result: Any,
     locator: metrics.ParagraphLocator,
     encoding: metrics.TokenEncoding,
 ) -> dict[str, float | None]:
@@ -150,7 +150,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         questions = [q for p in papers for q in p.questions]
         paper_setting = args.setting == "paper"
 
-        def target(q: Any) -> str | None:  # noqa: ANN401
+        def target(q: Any) -> str | None:
             return q.paper_id if paper_setting else None
 
         for q in questions[:WARMUP_QUERIES]:

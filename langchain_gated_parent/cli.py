@@ -82,8 +82,6 @@ RESULT_KEYS = (
 
 DEFAULT_BATCH_SIZE = 16
 DEFAULT_DEMO_INDEX = Path("demo-index")
-_INDEX_PARTS = ("chroma", "docstore.sqlite")
-"""What ``GatedParentIndex(directory=...)`` creates; a folder without them holds no index."""
 _BINARY_PROBE = 8192
 _MAX_PORT = 65535
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
@@ -301,7 +299,7 @@ def _open_index(directory: Path, *, create: bool = False) -> GatedParentIndex:
     Opening a folder creates an empty index in it, so the read-only commands check first: a
     mistyped ``--index`` must fail, not leave a new empty index behind.
     """
-    if not create and not all((directory / part).exists() for part in _INDEX_PARTS):
+    if not create and not GatedParentIndex.exists(directory):
         msg = f"no index in {directory}; build one with '{PROG} index PATH... --index {directory}'"
         raise CliError(msg)
     with _refused(EXIT_FAILURE, ValueError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import numpy as np
 from annotated_types import Ge, Interval
@@ -20,8 +20,8 @@ from pydantic import ConfigDict, Field
 from typing_extensions import override
 
 from langchain_gated_parent import keys, scoring
-from langchain_gated_parent.lexical import bm25
 from langchain_gated_parent.index import ChildRows, GatedParentIndex, ParentHits, model_name_of
+from langchain_gated_parent.lexical import bm25
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     )
     from langchain_core.runnables import RunnableConfig
 
-Alpha = Union[float, Literal["auto"]]
+Alpha = float | Literal["auto"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class _FetchParents:
     parent_ids: list[str]
 
 
-_Step = Union[_Embed, _SearchParents, _FetchChildren, _FetchParents]
+_Step = _Embed | _SearchParents | _FetchChildren | _FetchParents
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,7 @@ class Params:
     gate_margin: float
     fill: bool
     lexical_weight: float
+    title_weight: float
     return_parents: bool
     dedupe: bool
     near_duplicate: float | None
@@ -91,9 +92,12 @@ class Params:
         if self.gate_margin < 0:
             msg = f"gate_margin must be >= 0, got {self.gate_margin!r}"
             raise ValueError(msg)
-        if not 0.0 <= self.lexical_weight <= 1.0:
-            msg = f"lexical_weight must be in [0, 1], got {self.lexical_weight!r}"
-            raise ValueError(msg)
+        for name in ("lexical_weight", "title_weight"):
+            weight = getattr(self, name)
+            is_number = isinstance(weight, (int, float)) and not isinstance(weight, bool)
+            if not is_number or not 0.0 <= weight <= 1.0:
+                msg = f"{name} must be a number in [0, 1], got {weight!r}"
+                raise ValueError(msg)
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,14 @@ class Explanation:
     parents: list[Document] = field(default_factory=list)
     considered: list[Document] = field(default_factory=list)
     documents: list[Document] = field(default_factory=list)
+
+
+def _lexical_texts(rows: ChildRows) -> list[str]:
+    """What BM25 reads for a child: its heading path, then its text."""
+    return [
+        " ".join([*(meta.get(keys.SECTION_PATH) or []), text])
+        for meta, text in zip(rows.metadatas, rows.texts, strict=True)
+    ]
 
 
 def _validate_query(query: object) -> str:
@@ -175,8 +187,10 @@ class GatedParentRetriever(BaseRetriever):
     """Also open parents scoring within this margin of the last one kept (0: hard gate)."""
     fill: bool = True
     """Open further parents, best first, until the opened ones can supply ``k`` children."""
-    lexical_weight: float = 0.0
-    """Share of BM25 (over the gated candidates) in the child score; 0 is dense only."""
+    lexical_weight: float = 0.3
+    """Share of BM25 in the child score (over the gated candidates' heading path and text)."""
+    title_weight: float = 0.3
+    """Share of BM25 over heading titles in the parent score ("What datasets?" → "Datasets")."""
     return_parents: bool = False
     """Return the parents of the best children instead (each with its best child's score)."""
     dedupe: bool = True
@@ -185,7 +199,7 @@ class GatedParentRetriever(BaseRetriever):
     """Cosine above which two children count as the same fact; ``None`` turns it off."""
 
     def _params(self, overrides: dict[str, Any]) -> Params:
-        allowed = {f for f in Params.__dataclass_fields__}
+        allowed = set(Params.__dataclass_fields__)
         unknown = sorted(set(overrides) - allowed)
         if unknown:
             msg = (
@@ -211,19 +225,27 @@ class GatedParentRetriever(BaseRetriever):
         explanation = Explanation(query=query, alpha=alpha)
         if vector is None:
             vector = yield _Embed(query)
-        wide = params.gate_margin > 0 or params.fill
-        n = max(4 * params.parent_top_k, params.k if params.fill else 0) if wide else (
-            params.parent_top_k
+        self.index.check_dimension(vector)
+        wide = params.gate_margin > 0 or params.fill or params.title_weight > 0
+        n = (
+            max(4 * params.parent_top_k, params.k if params.fill else 0)
+            if wide
+            else (params.parent_top_k)
         )
         hits: ParentHits = yield _SearchParents(vector, n, params.filter)
+        parent_scores = scoring.blend(
+            hits.scores,
+            bm25(query, [str(m.get(keys.HEADINGS, "")) for m in hits.metadatas]),
+            params.title_weight,
+        )
         gate = scoring.select_gate(
-            hits.ids, hits.scores, params.parent_top_k, margin=params.gate_margin
+            hits.ids, parent_scores, params.parent_top_k, margin=params.gate_margin
         )
         if params.fill:
             gate = scoring.fill_gate(
                 gate,
                 hits.ids,
-                hits.scores,
+                parent_scores,
                 [int(m.get(keys.CHILD_COUNT, 1)) for m in hits.metadatas],
                 need=params.k,
                 child_per_parent=params.child_per_parent,
@@ -233,8 +255,8 @@ class GatedParentRetriever(BaseRetriever):
             return explanation
         child_scores = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
         if params.lexical_weight:
-            child_scores = (1.0 - params.lexical_weight) * child_scores + (
-                params.lexical_weight * bm25(query, rows.texts)
+            child_scores = scoring.blend(
+                child_scores, bm25(query, _lexical_texts(rows)), params.lexical_weight
             )
         ranked = scoring.rank_children(
             [m[keys.PARENT_ID] for m in rows.metadatas],
@@ -355,13 +377,21 @@ class GatedParentRetriever(BaseRetriever):
         return query, params, vector
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,  # noqa: ARG002 (callbacks: the base class)
+        **kwargs: Any,
     ) -> list[Document]:
         query, params, vector = self._start(query, kwargs)
         return self._run(self._plan(query, params, vector)).documents
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,  # noqa: ARG002 (the base class's)
+        **kwargs: Any,
     ) -> list[Document]:
         query, params, vector = self._start(query, kwargs)
         return (await self._arun(self._plan(query, params, vector))).documents

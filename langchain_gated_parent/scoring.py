@@ -51,6 +51,13 @@ def fuse(parent_score: ArrayLike, child_score: ArrayLike, alpha: float) -> NDArr
     )
 
 
+def blend(dense: ArrayLike, lexical: ArrayLike, weight: float) -> NDArray[np.float64]:
+    """``(1 - weight) * dense + weight * lexical``: one score from two signals on [0, 1]."""
+    return (1.0 - weight) * np.asarray(dense, dtype=np.float64) + weight * np.asarray(
+        lexical, dtype=np.float64
+    )
+
+
 def check_alpha(alpha: float) -> None:
     """Reject an alpha outside [0, 1], naming the value and the fix."""
     if not 0.0 <= alpha <= 1.0:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
+from typing_extensions import Self
 
 from tests.integration_tests.stores import StoreSpec, embeddings_named, snapshot
 
@@ -82,13 +83,13 @@ def corpus(version: int) -> list[Document]:
             )
             for s in range(3)
         ]
-        if version == 2 and i == 0:  # noqa: PLR2004
+        if version == 2 and i == 0:
             sections[1][1][0] = "An edited paragraph: the knockdown was repeated twice."
-        if version == 2 and i == 1:  # noqa: PLR2004
+        if version == 2 and i == 1:
             sections = sections[:2]
-        if version == 2 and i == 2:  # noqa: PLR2004
+        if version == 2 and i == 2:
             sections.append(("Appendix", ["A new appendix paragraph with the raw counts."]))
-        if version == 2 and i == 3:  # noqa: PLR2004
+        if version == 2 and i == 3:
             topic = "changed"
         text = "\n\n".join(f"# {title}\n\n" + "\n\n".join(paras) for title, paras in sections)
         documents.append(
@@ -362,14 +363,15 @@ class Zygote:
         .. code-block:: python
 
             with Zygote() as zygote:
-                zygote.request(op="ingest", spec=spec.to_json(), kill=["parents.upsert", 1, "after"])
+                point = ["parents.upsert", 1, "after"]
+                zygote.request(op="ingest", spec=spec.to_json(), kill=point)
     """
 
     def __init__(self) -> None:
         """Start ``python -m tests.integration_tests.crash_worker serve`` and wait until warm."""
         import subprocess
 
-        self.process = subprocess.Popen(  # noqa: S603
+        self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.integration_tests.crash_worker", "serve"],
             cwd=ROOT,
             stdin=subprocess.PIPE,
@@ -382,7 +384,7 @@ class Zygote:
             raise RuntimeError(msg)
 
     def _read(self) -> dict[str, Any]:
-        assert self.process.stdout is not None  # noqa: S101
+        assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line:
             msg = f"crash worker exited with {self.process.wait()}"
@@ -392,7 +394,7 @@ class Zygote:
 
     def request(self, **fields: Any) -> dict[str, Any]:
         """Run one operation in a fresh child; returns its status (``killed``/``exited``)."""
-        assert self.process.stdin is not None  # noqa: S101
+        assert self.process.stdin is not None
         self.process.stdin.write(json.dumps(fields) + "\n")
         self.process.stdin.flush()
         return self._read()
@@ -411,7 +413,7 @@ class Zygote:
         if self.process.stdout is not None:
             self.process.stdout.close()
 
-    def __enter__(self) -> Zygote:
+    def __enter__(self) -> Self:
         """Use as a context manager; the zygote stops at the end of the block."""
         return self
 

@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import time
-import warnings
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,6 +32,38 @@ POSTGRES_ENV = "GATED_PARENT_POSTGRES_URL"
 """The environment variable naming the PostgreSQL database the scale-out suite uses."""
 
 FAKE_SIZE = 32
+_HTTP_CLIENTS: list[Any] = []
+
+
+def http_client(host: str, port: int) -> Any:
+    """A ``chromadb.HttpClient``, remembered so :func:`close_http_clients` can close it."""
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.HttpClient(
+        host=host, port=port, settings=Settings(anonymized_telemetry=False)
+    )
+    _HTTP_CLIENTS.append(client)
+    return client
+
+
+def close_http_clients() -> None:
+    """Close every client of :func:`http_client` and their HTTP sessions.
+
+    chromadb 1.5 shares one httpx session per server among its clients and never closes it;
+    its pooled sockets would warn (``ResourceWarning``) whenever they are collected, possibly
+    in a later test. Closing every client releases the shared system, so the next client
+    starts a fresh one.
+    """
+    sessions = {
+        id(session): session
+        for client in _HTTP_CLIENTS
+        if (session := getattr(getattr(client, "_server", None), "_session", None)) is not None
+    }
+    while _HTTP_CLIENTS:
+        _HTTP_CLIENTS.pop().close()
+    for session in sessions.values():
+        session.close()
 
 
 def fake_embeddings() -> Embeddings:
@@ -87,14 +118,7 @@ class StoreSpec:
         """Open (or create) the index these stores hold; recovery runs as on every open."""
         client = None
         if self.chroma_port is not None:
-            import chromadb
-            from chromadb.config import Settings
-
-            client = chromadb.HttpClient(
-                host=self.chroma_host,
-                port=self.chroma_port,
-                settings=Settings(anonymized_telemetry=False),
-            )
+            client = http_client(self.chroma_host, self.chroma_port)
         docstore = sql_docstore(self.postgres_url, self.namespace) if self.postgres_url else None
         return GatedParentIndex(
             embeddings, directory=self.directory, client=client, docstore=docstore, name=self.name
@@ -103,14 +127,7 @@ class StoreSpec:
     def drop(self) -> None:
         """Remove what this spec put on shared servers (collections, docstore rows)."""
         if self.chroma_port is not None:
-            import chromadb
-            from chromadb.config import Settings
-
-            client = chromadb.HttpClient(
-                host=self.chroma_host,
-                port=self.chroma_port,
-                settings=Settings(anonymized_telemetry=False),
-            )
+            client = http_client(self.chroma_host, self.chroma_port)
             for suffix in ("parents", "children"):
                 with suppress(Exception):
                     client.delete_collection(f"{self.name}-{suffix}")
@@ -181,14 +198,11 @@ def chroma_server(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
 
     The server is waited for through its heartbeat and always stopped (terminate, then kill).
     """
-    import chromadb
-    from chromadb.config import Settings
-
     chroma = Path(os.environ.get("VIRTUAL_ENV", "")) / "bin" / "chroma"
     command = str(chroma) if chroma.exists() else "chroma"
     port = free_port()
     log = (path / "chroma-server.log").open("wb")
-    server = subprocess.Popen(  # noqa: S603
+    server = subprocess.Popen(
         [command, "run", "--path", str(path / "data"), "--host", "127.0.0.1", "--port", str(port)],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -197,14 +211,15 @@ def chroma_server(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
         deadline = time.monotonic() + timeout
         while True:
             if server.poll() is not None:
-                msg = f"chroma run exited with {server.returncode}; see {path / 'chroma-server.log'}"
+                msg = (
+                    f"chroma run exited with {server.returncode}; see {path / 'chroma-server.log'}"
+                )
                 raise RuntimeError(msg)
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    chromadb.HttpClient(
-                        host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
-                    ).heartbeat()
+                try:
+                    http_client("127.0.0.1", port).heartbeat()
+                finally:
+                    close_http_clients()
                 break
             except Exception:
                 if time.monotonic() > deadline:

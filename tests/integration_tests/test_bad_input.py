@@ -28,7 +28,7 @@ from tests.integration_tests.stores import fake_embeddings, snapshot
 from .conftest import GAPDH, corpus
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
     from langchain_gated_parent import MiniLMEmbeddings
 
@@ -167,7 +167,7 @@ def heading_only(context: Context, report: Any) -> None:
     assert (report.parents, report.children) == (2, 1)
     empty = context.index.parents.get(ids=["P-hollow:s0"], include=["metadatas", "embeddings"])
     assert empty["metadatas"][0][keys.CHILD_COUNT] == 0
-    assert len(empty["embeddings"][0]) == 32  # noqa: PLR2004 (it has a vector of its own)
+    assert len(empty["embeddings"][0]) == 32
     assert context.index.children.get(where={keys.PARENT_ID: "P-hollow:s0"})["ids"] == []
     assert context.index.get_parents(["P-hollow:s0"])[0].page_content == "# Empty"  # type: ignore[union-attr]
 
@@ -176,15 +176,15 @@ def five_mb_result(context: Context, report: Any) -> None:
     context.added.append("big")
     assert context.timings["5 MB paragraph"] < FIVE_MB_BUDGET_S
     assert report.parents == 1
-    assert report.children >= 2000  # noqa: PLR2004 (1 M tokens cut at 512)
+    assert report.children >= 2000
     rows = context.index.children.get(where={keys.DOC_ID: "big"}, include=["metadatas"])
-    assert max(m[keys.TOKENS] for m in rows["metadatas"]) <= 512  # noqa: PLR2004
+    assert max(m[keys.TOKENS] for m in rows["metadatas"]) <= 512
 
 
 def long_query_result(context: Context, result: Any) -> None:
     vector, answer = result
-    assert len(vector) == 384  # noqa: PLR2004 (MiniLM truncates the query at 256 tokens)
-    assert len(answer) == 3  # noqa: PLR2004
+    assert len(vector) == 384
+    assert len(answer) == 3
 
 
 def utf8_bytes_result(context: Context, report: Any) -> None:
@@ -378,11 +378,11 @@ ROWS = [
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatedParentIndex, Path]]:
+def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[GatedParentIndex, Path]:
     directory = tmp_path_factory.mktemp("bad-input") / "index"
     index = GatedParentIndex(fake_embeddings(), directory=directory)
     index.add_documents(corpus())
-    yield index, directory
+    return index, directory
 
 
 TIMINGS: dict[str, float] = {}

@@ -161,7 +161,7 @@ def test_sigkill_at_an_injected_point(
     spec = new_spec(tmp_path)
     reply = zygote.request(op="ingest", spec=spec.to_json(), kill=list(point))
     assert reply["status"] == "killed", f"the kill point was not reached: {reply}"
-    assert reply["code"] == 9  # noqa: PLR2004 (SIGKILL)
+    assert reply["code"] == 9
     check_after_kill(zygote, spec, reference, tmp_path)
 
 

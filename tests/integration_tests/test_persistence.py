@@ -88,7 +88,9 @@ def check_reopens_with_the_same_answers(index: GatedParentIndex, spec: StoreSpec
 def expected_counts(index: GatedParentIndex, documents: list[Document]) -> tuple[int, int, int]:
     """Documents, parents and children the splitters make of ``documents``."""
     splits = [
-        split_document(d, parent_splitter=index.parent_splitter, child_splitter=index.child_splitter)
+        split_document(
+            d, parent_splitter=index.parent_splitter, child_splitter=index.child_splitter
+        )
         for d in documents
     ]
     return len(splits), sum(len(s.parents) for s in splits), sum(len(s.children) for s in splits)
@@ -123,7 +125,9 @@ def check_replace_and_delete(index: GatedParentIndex) -> None:
     assert_holds_exactly(index, now)
     assert index.get_parents(["P-S-results"]) == [None]
     assert index.children.get(where={keys.PARENT_ID: "P-S-results"})["ids"] == []
-    top = index.as_retriever(k=1).invoke("protein extraction", filter={keys.DOC_ID: GAPDH["doc_id"]})
+    top = index.as_retriever(k=1).invoke(
+        "protein extraction", filter={keys.DOC_ID: GAPDH["doc_id"]}
+    )
     assert top[0].page_content == "10 nM siRNA, 72 h before protein extraction"
 
     assert index.delete([RIVAL["doc_id"], "no-such-document"]) == 1

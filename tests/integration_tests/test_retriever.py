@@ -47,11 +47,21 @@ def test_results_are_deterministic(index: GatedParentIndex) -> None:
 
 
 def test_the_gate_keeps_closed_parents_closed(index: GatedParentIndex) -> None:
-    retriever = index.as_retriever(k=50, parent_top_k=1)
+    retriever = index.as_retriever(k=50, parent_top_k=1, fill=False)
     explanation = retriever.explain("siRNA knockdown of GAPDH")
     opened = {p.id for p in explanation.parents}
     assert len(opened) == 1
     assert {d.metadata[keys.PARENT_ID] for d in explanation.documents} <= opened
+    assert {d.metadata[keys.PARENT_ID] for d in explanation.considered} <= opened
+
+
+def test_fill_opens_parents_in_gate_order_until_k_children(index: GatedParentIndex) -> None:
+    hard = index.as_retriever(k=6, parent_top_k=1, fill=False).explain("GAPDH knockdown")
+    filled = index.as_retriever(k=6, parent_top_k=1).explain("GAPDH knockdown")
+    assert len(filled.documents) == 6 > len(hard.documents)
+    assert filled.parents[0].id == hard.parents[0].id
+    scores = [p.metadata[keys.PARENT_SCORE] for p in filled.parents]
+    assert scores == sorted(scores, reverse=True)
 
 
 def test_child_per_parent_caps_each_parent(index: GatedParentIndex) -> None:

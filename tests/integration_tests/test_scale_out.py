@@ -15,6 +15,7 @@ Each test uses its own collection names and docstore namespace, and removes them
 
 from __future__ import annotations
 
+import gc
 import os
 import uuid
 from typing import TYPE_CHECKING
@@ -22,7 +23,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.integration_tests.crash_worker import Zygote
-from tests.integration_tests.stores import POSTGRES_ENV, StoreSpec, chroma_server, fake_embeddings
+from tests.integration_tests.stores import (
+    POSTGRES_ENV,
+    StoreSpec,
+    chroma_server,
+    close_http_clients,
+    fake_embeddings,
+)
 from tests.integration_tests.test_concurrency import check_concurrent_use
 from tests.integration_tests.test_crash import check_after_kill, run_reference
 from tests.integration_tests.test_persistence import (
@@ -36,7 +43,13 @@ if TYPE_CHECKING:
 
     from langchain_gated_parent import MiniLMEmbeddings
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # chromadb 1.5's HTTP client and SQLStore's engines leave pooled sockets and connections to
+    # the garbage collector; the fixtures collect them at teardown, inside this module.
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
 
 ENABLE_POSTGRES = (
     f"set {POSTGRES_ENV}=postgresql+psycopg://USER@127.0.0.1:PORT/DB to run the PostgreSQL "
@@ -54,6 +67,7 @@ CRASH_POINTS = [
 def chroma_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     with chroma_server(tmp_path_factory.mktemp("chroma-server")) as port:
         yield port
+    gc.collect()
 
 
 def postgres_url() -> str:
@@ -66,9 +80,7 @@ def postgres_url() -> str:
 
 
 @pytest.fixture(params=["chroma-server", "postgres"])
-def backend(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[Callable[[], StoreSpec]]:
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], StoreSpec]]:
     """A factory of fresh store specs on the backend (each cleaned up at teardown)."""
     made: list[StoreSpec] = []
     if request.param == "postgres":
@@ -85,7 +97,9 @@ def backend(
 
         def new() -> StoreSpec:
             tag = uuid.uuid4().hex[:10]
-            made.append(StoreSpec(directory=str(tmp_path / tag), name=f"gp-{tag}", chroma_port=port))
+            made.append(
+                StoreSpec(directory=str(tmp_path / tag), name=f"gp-{tag}", chroma_port=port)
+            )
             return made[-1]
 
     try:
@@ -93,6 +107,8 @@ def backend(
     finally:
         for spec in made:
             spec.drop()
+        close_http_clients()
+        gc.collect()
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +128,7 @@ def test_reopens_with_the_same_answers(
     check_reopens_with_the_same_answers(index, spec)
 
 
-def test_replace_and_delete(
-    backend: Callable[[], StoreSpec], embeddings: MiniLMEmbeddings
-) -> None:
+def test_replace_and_delete(backend: Callable[[], StoreSpec], embeddings: MiniLMEmbeddings) -> None:
     check_replace_and_delete(backend().open(embeddings))
 
 
@@ -122,9 +136,7 @@ def test_concurrent_use(backend: Callable[[], StoreSpec]) -> None:
     check_concurrent_use(backend().open(fake_embeddings()))
 
 
-def test_crashes_converge(
-    backend: Callable[[], StoreSpec], zygote: Zygote, tmp_path: Path
-) -> None:
+def test_crashes_converge(backend: Callable[[], StoreSpec], zygote: Zygote, tmp_path: Path) -> None:
     reference = run_reference(zygote, backend(), tmp_path)
     for point in CRASH_POINTS:
         spec = backend()

@@ -9,7 +9,9 @@ EXPECTED_ALL = [
     "ParagraphSplitter",
     "ParentChildSplit",
     "SectionSplitter",
+    "ScoredResultPrompt",
     "VerifyReport",
+    "create_gated_retriever_tool",
     "split_document",
     "sql_docstore",
 ]
