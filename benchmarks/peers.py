@@ -486,6 +486,12 @@ GATED_VARIANTS: dict[str, GatedVariant] = {
         },
     ),
     "gated-parents": GatedVariant(retriever={"k": GATED_K}, return_parents=True),
+    "gated-auto": GatedVariant(retriever={"k": GATED_K, "alpha": "auto"}),
+    # Ablations of the defaults: the hard gate (no filling) and dense scores only.
+    "gated-hard": GatedVariant(retriever={"k": GATED_K, "fill": False}),
+    "gated-dense": GatedVariant(
+        retriever={"k": GATED_K, "lexical_weight": 0.0, "title_weight": 0.0}
+    ),
 }
 """Gated variants by name; add one with a line here."""
 

@@ -130,11 +130,6 @@ class Paper:
         return self.markdown[section.start : section.end]
 
 
-def heading_depth(title: str) -> int:
-    """Return the heading depth of a QASPER section title (number of `` ::: `` parts)."""
-    return len(title.split(HEADING_SEPARATOR))
-
-
 def render_paper(raw: dict[str, Any]) -> Paper:
     """Render one QASPER paper record to Markdown, recording exact spans.
 
@@ -161,13 +156,26 @@ def render_paper(raw: dict[str, Any]) -> Paper:
         offset += len(text)
         return start
 
-    for s_index, sec in enumerate(raw["sections"]):
+    open_path: list[str] = []
+    for sec in raw["sections"]:
         full_title = str(sec.get("title") or "")
-        depth = heading_depth(full_title) if full_title.strip() else 1
-        shown = full_title.rsplit(HEADING_SEPARATOR, maxsplit=1)[-1].strip() or "Untitled"
-        if s_index:
+        path = [part.strip() for part in full_title.split(HEADING_SEPARATOR)]
+        path[-1] = path[-1] or "Untitled"
+        depth = len(path)
+        # A nested section whose parent heading has no section of its own ("A ::: B" right
+        # after "Introduction") gets its missing ancestors written, so it does not nest
+        # under whatever section came before.
+        shared = 0
+        while shared < min(len(open_path), depth - 1) and open_path[shared] == path[shared]:
+            shared += 1
+        for level in range(shared, depth - 1):
+            if offset:
+                emit("\n\n")
+            emit("#" * (level + 1) + " " + (path[level] or "Untitled"))
+        open_path = path
+        if offset:
             emit("\n\n")
-        sec_start = emit("#" * depth + " " + shown)
+        sec_start = emit("#" * depth + " " + path[-1])
         body_start = offset
         sec_end = offset
         for p_index, text in enumerate(sec.get("paragraphs") or []):

@@ -252,10 +252,13 @@ def _files(paths: Sequence[Path]) -> list[tuple[Path, str]]:
 def _check_parses(document: Document, path: Path) -> None:
     """Parse a document as the index will, so a malformed one fails by its file's name."""
     try:
-        parse_document(document)
+        tree = parse_document(document)
     except ValueError as error:
         msg = f"{path}: {error}"
         raise CliError(msg) from error
+    if not tree.text.strip():
+        msg = f"{path}: no text to index (empty or whitespace only); leave the file out"
+        raise CliError(msg)
 
 
 def load_documents(paths: Sequence[Path]) -> list[Document]:

@@ -16,7 +16,7 @@ from annotated_types import Ge, Interval
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from langchain_core.runnables import ConfigurableFieldSpec
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 from typing_extensions import override
 
 from langchain_gated_parent import keys, scoring
@@ -197,6 +197,12 @@ class GatedParentRetriever(BaseRetriever):
     """Drop children repeating a span, a text or (see ``near_duplicate``) a vector."""
     near_duplicate: float | None = Field(default=0.95)
     """Cosine above which two children count as the same fact; ``None`` turns it off."""
+
+    @model_validator(mode="after")
+    def _check_fields(self) -> GatedParentRetriever:
+        """Refuse bad settings when the retriever is made, not at its first query."""
+        self._params({})
+        return self
 
     def _params(self, overrides: dict[str, Any]) -> Params:
         allowed = set(Params.__dataclass_fields__)
