@@ -138,11 +138,17 @@ def _validate_query(query: object) -> str:
 class GatedParentRetriever(BaseRetriever):
     """Section parents gate paragraph children; results carry fused scores.
 
-    For a query: embed it once; open the ``parent_top_k`` best parents (the gate); score the
-    children inside them only, at most ``child_per_parent`` each; fuse
+    For a query: embed it once; score parents (the parent vector's cosine, blended with BM25
+    over their heading titles by ``title_weight``) and open the ``parent_top_k`` best (the gate),
+    then further ones in order while fewer than ``k`` children are available (``fill``); score
+    the children inside the opened parents only (cosine, blended with BM25 over heading path and
+    text by ``lexical_weight``), at most ``child_per_parent`` each; fuse
     ``score = alpha * s_parent + (1 - alpha) * s_child``; drop duplicates; return the top ``k``
     children, each with ``chunk_id``, ``parent_id``, ``score``, ``parent_score``,
     ``child_score`` and ``gate_rank`` in its metadata.
+
+    The defaults were chosen on QASPER dev (see BENCHMARKS.md): with ``title_weight=0``,
+    ``lexical_weight=0`` and ``fill=False`` this is the method as published.
 
     Setup:
         .. code-block:: bash
