@@ -153,11 +153,23 @@ def sql_docstore(url: str, namespace: str = "parents") -> BaseStore[str, Documen
     return create_kv_docstore(store)
 
 
-def _to_chroma(metadata: dict[str, Any]) -> dict[str, str | int | float | bool]:
-    """Chroma metadata holds scalars only: lists become JSON, ``None`` is dropped."""
+_NOT_IN_CHROMA = frozenset(
+    {keys.CHUNK_ID, keys.PARENT_ID, keys.SECTION_ID, keys.TOKENS, keys.FORMAT}
+)
+"""Kept out of vector metadata: the record's own id and what no query needs (each key costs a
+row and an index entry per vector). A child's ``parent_id`` goes back in: the gate filters on
+it. The docstore keeps every parent's full metadata."""
+
+
+def _to_chroma(
+    metadata: dict[str, Any], *, parent_id: str | None = None
+) -> dict[str, str | int | float | bool]:
+    """Vector metadata: scalars only (lists become JSON, ``None`` is dropped), ids left out."""
     out: dict[str, str | int | float | bool] = {}
+    if parent_id is not None:
+        out[keys.PARENT_ID] = parent_id
     for key, value in metadata.items():
-        if value is None:
+        if value is None or key in _NOT_IN_CHROMA:
             continue
         if isinstance(value, (str, int, float, bool)):
             out[key] = value
@@ -166,9 +178,9 @@ def _to_chroma(metadata: dict[str, Any]) -> dict[str, str | int | float | bool]:
     return out
 
 
-def from_chroma(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Undo :func:`_to_chroma` for the section path."""
-    out = dict(metadata or {})
+def from_chroma(metadata: Mapping[str, Any] | None, **ids: str) -> dict[str, Any]:
+    """Undo :func:`_to_chroma`: the section path back to a list, the record's id back in."""
+    out = {**(metadata or {}), **ids}
     path = out.get(keys.SECTION_PATH)
     if isinstance(path, str):
         out[keys.SECTION_PATH] = json.loads(path)
@@ -403,19 +415,24 @@ class GatedParentIndex:
             or manifests[split.doc_id].get("status") != "complete"
         ]
         self._refuse_foreign_ids([s for _, s, _ in todo])
-        prepared = self._embed([(doc, split, digest) for doc, split, digest in todo])
         with self._write_lock:
-            self._write(prepared, manifests)
             self._remember_metadata_keys(documents)
+        parents = children = 0
+        for batch in _write_batches(todo):
+            prepared = self._embed(batch)
+            with self._write_lock:
+                self._write(prepared, manifests)
+            parents += sum(len(p.parents) for p in prepared)
+            children += sum(len(p.children) for p in prepared)
         return IndexReport(
-            documents=len(prepared),
-            parents=sum(len(p.parents) for p in prepared),
-            children=sum(len(p.children) for p in prepared),
-            unchanged=len(documents) - len(prepared),
+            documents=len(todo),
+            parents=parents,
+            children=children,
+            unchanged=len(documents) - len(todo),
         )
 
     def _embed(self, items: Sequence[tuple[Document, Any, str]]) -> list[_Prepared]:
-        """Embed every child of every document in one call (the embeddings batch it)."""
+        """Embed every child of a write batch in one call (the embeddings batch it)."""
         prepared: list[_Prepared] = []
         child_texts: list[str] = []
         for doc, split, digest in items:
@@ -523,7 +540,7 @@ class GatedParentIndex:
                 self.children,
                 [d.metadata[keys.CHUNK_ID] for d in children],
                 np.concatenate([p.child_vectors for p in prepared]),
-                [_to_chroma(d.metadata) for d in children],
+                [_to_chroma(d.metadata, parent_id=d.metadata[keys.PARENT_ID]) for d in children],
                 [d.page_content for d in children],
             )
         self._put_manifests(
@@ -655,7 +672,7 @@ class GatedParentIndex:
         return ParentHits(
             list(ids),
             similarity_from_distance(distances).tolist(),
-            [from_chroma(m) for m in metadatas],
+            [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
         )
 
     def children_of(self, parent_ids: Sequence[str]) -> ChildRows:
@@ -672,7 +689,10 @@ class GatedParentIndex:
         return ChildRows(
             list(result["ids"]),
             list(result["documents"] or []),
-            [from_chroma(m) for m in result["metadatas"] or []],
+            [
+                from_chroma(m, chunk_id=i)
+                for i, m in zip(result["ids"], result["metadatas"] or [], strict=True)
+            ],
             vectors.reshape(len(result["ids"]), -1),
         )
 
@@ -843,6 +863,30 @@ def _refuse_empty(splits: Sequence[Any]) -> None:
                 f"leave it out, or remove its indexed version with delete([{split.doc_id!r}])"
             )
             raise ValueError(msg)
+
+
+WRITE_BATCH_CHILDREN = 1024
+"""Documents are embedded and written in batches of about this many children.
+
+It bounds memory (the embedding model answers with Python lists of floats, ~10 KB per vector)
+whatever the size of one ``add_documents`` call; each batch is journalled on its own.
+"""
+
+
+def _write_batches(
+    todo: Sequence[tuple[Document, Any, str]],
+) -> Iterator[list[tuple[Document, Any, str]]]:
+    """Group documents, in order, into batches of at least ``WRITE_BATCH_CHILDREN`` children."""
+    batch: list[tuple[Document, Any, str]] = []
+    size = 0
+    for item in todo:
+        batch.append(item)
+        size += len(item[1].children)
+        if size >= WRITE_BATCH_CHILDREN:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def _refuse_duplicates(doc_ids: Sequence[str]) -> None:

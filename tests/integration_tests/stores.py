@@ -9,9 +9,9 @@ compared exactly.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
+import sys
 import time
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
@@ -198,7 +198,8 @@ def chroma_server(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
 
     The server is waited for through its heartbeat and always stopped (terminate, then kill).
     """
-    chroma = Path(os.environ.get("VIRTUAL_ENV", "")) / "bin" / "chroma"
+    # The `chroma` script installed beside this interpreter (a venv need not be activated).
+    chroma = Path(sys.executable).parent / "chroma"
     command = str(chroma) if chroma.exists() else "chroma"
     port = free_port()
     log = (path / "chroma-server.log").open("wb")

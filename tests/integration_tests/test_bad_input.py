@@ -23,6 +23,7 @@ from langchain_core.documents import Document
 from pydantic import ValidationError
 
 from langchain_gated_parent import GatedParentIndex, cli, keys
+from langchain_gated_parent.tokens import token_counter
 from tests.integration_tests.stores import fake_embeddings, snapshot
 
 from .conftest import GAPDH, corpus
@@ -177,8 +178,9 @@ def five_mb_result(context: Context, report: Any) -> None:
     assert context.timings["5 MB paragraph"] < FIVE_MB_BUDGET_S
     assert report.parents == 1
     assert report.children >= 2000
-    rows = context.index.children.get(where={keys.DOC_ID: "big"}, include=["metadatas"])
-    assert max(m[keys.TOKENS] for m in rows["metadatas"]) <= 512
+    rows = context.index.children.get(where={keys.DOC_ID: "big"}, include=["documents"])
+    count = token_counter("cl100k_base")
+    assert max(count(text) for text in rows["documents"] or []) <= 512
 
 
 def long_query_result(context: Context, result: Any) -> None:
