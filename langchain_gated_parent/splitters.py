@@ -376,7 +376,44 @@ def _child_documents(
     return documents
 
 
-class SectionSplitter(TextSplitter):
+class _TreeSplitter(TextSplitter):
+    """What both splitters share: texts and metadata go through ``split_documents``.
+
+    ``split_text`` returns strings, as ``TextSplitter`` promises; ids, spans and heading paths
+    arrive as metadata through ``create_documents`` / ``split_documents``.
+    """
+
+    def split_text(self, text: str) -> list[str]:
+        """Split ``text`` (any supported format, detected) into chunk texts.
+
+        Args:
+            text: The document text.
+
+        Returns:
+            The chunks' texts, in document order.
+        """
+        return [document.page_content for document in self.create_documents([text])]
+
+    def create_documents(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
+    ) -> list[Document]:
+        """Split texts into Documents; metadata may carry ``doc_id`` and ``format``.
+
+        Args:
+            texts: Document texts.
+            metadatas: Metadata per text, copied into each of its chunks.
+
+        Returns:
+            Documents with ids, heading path and span in their metadata.
+        """
+        metadatas = metadatas or [{} for _ in texts]
+        return self.split_documents(
+            Document(text, metadata=metadata)
+            for text, metadata in zip(texts, metadatas, strict=True)
+        )
+
+
+class SectionSplitter(_TreeSplitter):
     r"""Split documents into section parents with exact spans and deterministic ids.
 
     A parent is a top-level section with its subsections folded in (``"section"``) or each
@@ -456,35 +493,6 @@ class SectionSplitter(TextSplitter):
         """The function counting a text's size."""
         return self._length_function
 
-    def split_text(self, text: str) -> list[str]:
-        """Split ``text`` (any supported format, detected) into parent texts.
-
-        Args:
-            text: The document text.
-
-        Returns:
-            The parents' texts, in document order.
-        """
-        return [document.page_content for document in self.create_documents([text])]
-
-    def create_documents(
-        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
-    ) -> list[Document]:
-        """Split texts into parent Documents; metadata may carry ``doc_id`` and ``format``.
-
-        Args:
-            texts: Document texts.
-            metadatas: Metadata per text, copied into each of its parents.
-
-        Returns:
-            Parent Documents with ids, heading path and span in their metadata.
-        """
-        metadatas = metadatas or [{} for _ in texts]
-        return self.split_documents(
-            Document(text, metadata=metadata)
-            for text, metadata in zip(texts, metadatas, strict=True)
-        )
-
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         """Split Documents into parent Documents.
 
@@ -503,7 +511,7 @@ class SectionSplitter(TextSplitter):
         return parents
 
 
-class ParagraphSplitter(TextSplitter):
+class ParagraphSplitter(_TreeSplitter):
     r"""Split documents into paragraph (or sentence) children that never cross a parent.
 
     Children are cut from each parent of a :class:`SectionSplitter`: used alone, the default
@@ -629,35 +637,6 @@ class ParagraphSplitter(TextSplitter):
     def length_function(self) -> Callable[[str], int]:
         """The function counting a text's size."""
         return self._length_function
-
-    def split_text(self, text: str) -> list[str]:
-        """Split ``text`` (any supported format, detected) into child texts.
-
-        Args:
-            text: The document text.
-
-        Returns:
-            The children's texts, in document order.
-        """
-        return [document.page_content for document in self.create_documents([text])]
-
-    def create_documents(
-        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
-    ) -> list[Document]:
-        """Split texts into child Documents; metadata may carry ``doc_id`` and ``format``.
-
-        Args:
-            texts: Document texts.
-            metadatas: Metadata per text, copied into each of its children.
-
-        Returns:
-            Child Documents with ids, parent id and span in their metadata.
-        """
-        metadatas = metadatas or [{} for _ in texts]
-        return self.split_documents(
-            Document(text, metadata=metadata)
-            for text, metadata in zip(texts, metadatas, strict=True)
-        )
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         """Split Documents into child Documents, within the default ``SectionSplitter``'s parents.
