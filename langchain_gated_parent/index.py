@@ -29,7 +29,12 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_gated_parent import keys
-from langchain_gated_parent.splitters import ParagraphSplitter, SectionSplitter, split_document
+from langchain_gated_parent.splitters import (
+    ParagraphSplitter,
+    SectionSplitter,
+    child_id,
+    split_document,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -654,7 +659,7 @@ class GatedParentIndex:
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
     ) -> ParentHits:
         """The gate's search: the ``n`` parents most similar to the query vector."""
-        if n < 1 or self.parents.count() == 0:
+        if n < 1:
             return ParentHits([], [], [])
         from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
 
@@ -675,15 +680,17 @@ class GatedParentIndex:
             [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
         )
 
-    def children_of(self, parent_ids: Sequence[str]) -> ChildRows:
-        """Every child of the given parents, with vectors, for exact scoring."""
-        if not parent_ids:
+    def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
+        """Every child of the given parents (id → child count), with vectors, for exact scoring.
+
+        Children are fetched by id (:func:`~langchain_gated_parent.splitters.child_id`), a
+        primary-key lookup, not a metadata filter over the whole collection.
+        """
+        ids = [child_id(pid, n) for pid, count in child_counts.items() for n in range(1, count + 1)]
+        if not ids:
             return ChildRows([], [], [], np.empty((0, 0), np.float32))
         result = _read_racing(
-            lambda: self.children.get(
-                where={keys.PARENT_ID: {"$in": list(parent_ids)}},  # type: ignore[dict-item]
-                include=["embeddings", "documents", "metadatas"],
-            )
+            lambda: self.children.get(ids=ids, include=["embeddings", "documents", "metadatas"])
         )
         vectors = np.asarray(result["embeddings"], dtype=np.float32)
         return ChildRows(

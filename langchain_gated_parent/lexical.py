@@ -9,6 +9,7 @@ candidates themselves.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -77,6 +78,15 @@ _MIN_STEM = 4
 """Words shorter than this keep a final ``s`` ("gas", "bus")."""
 
 
+@functools.lru_cache(maxsize=16384)
+def term_counts(text: str) -> Counter[str]:
+    """The terms of ``text`` with their counts (read-only: the result is cached).
+
+    The same children recur across queries, so their terms are counted once per process.
+    """
+    return Counter(tokenize(text))
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-cased alphanumeric words, stopwords dropped, a plural ``s`` stripped."""
     words = _TOKEN.findall(text.lower())
@@ -95,7 +105,7 @@ def bm25(
     Scaling by the maximum puts the lexical signal on the [0, 1] scale of the dense scores, so
     the two can be blended with one weight. All zeros when no query word occurs.
     """
-    docs = [Counter(tokenize(t)) for t in texts]
+    docs = [term_counts(t) for t in texts]
     terms = set(tokenize(query))
     if not docs or not terms:
         return np.zeros(len(docs))

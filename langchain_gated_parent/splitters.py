@@ -376,6 +376,15 @@ def _child_documents(
     return documents
 
 
+def child_id(parent_id: str, number: int) -> str:
+    """The ``number``-th (1-based) child id of a parent: ``P-<sid>`` → ``C-<sid>-<number>``.
+
+    Children are numbered 1..n within their parent, so a parent's id and child count name all
+    its children: the index fetches them by id, the cheapest read a vector store has.
+    """
+    return f"C-{parent_id.removeprefix('P-')}-{number}"
+
+
 class _TreeSplitter(TextSplitter):
     """What both splitters share: texts and metadata go through ``split_documents``.
 
@@ -674,7 +683,7 @@ class ParagraphSplitter(_TreeSplitter):
                         )
                 for span in _merge(spans, self._min_tokens, self._max_tokens, count):
                     number += 1
-                    chunk_id = f"C-{parent.parent_id.removeprefix('P-')}-{number}"
+                    chunk_id = child_id(parent.parent_id, number)
                     children.append(_Child(chunk_id, parent, section, span, count(span)))
         return children
 

@@ -1,0 +1,78 @@
+"""Interleaved query latency: flat-para and gated timed question by question, in one process.
+
+Usage:
+    .. code-block:: bash
+
+        python -m benchmarks.latency --data ../shared/data/qasper/dev.jsonl --setting paper
+
+``benchmarks.qasper`` times each retriever in its own process, one after the other, so on a
+shared machine a load spike can land on one retriever and not the other. Here both indexes are
+built in one process and every question is asked of each in turn (order alternating), with the
+query embedded live, so both see the same load. Prints p50/p95 per retriever and the ratio of
+the gated to the flat median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.embedding_cache import CachedEmbeddings
+from benchmarks.metrics import percentile
+from benchmarks.peers import GATED_K, FlatParagraphs, GatedPeer, GatedVariant, Peer
+from benchmarks.qasper import DEFAULT_CACHE_DIR
+from benchmarks.qasper_data import load_papers
+
+WARMUP = 5
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--setting", choices=("paper", "corpus"), default="paper")
+    parser.add_argument("--limit-papers", type=int, default=None)
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    args = parser.parse_args()
+
+    from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
+
+    papers = load_papers(args.data, args.limit_papers)
+    embeddings = CachedEmbeddings(MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite")
+    peers: list[Peer] = [
+        FlatParagraphs(name="flat-para"),
+        GatedPeer(name="gated", variant=GatedVariant(retriever={"k": GATED_K})),
+    ]
+    questions = [
+        (q.question, p.paper_id if args.setting == "paper" else None)
+        for p in papers
+        for q in p.questions
+    ]
+    timings: dict[str, list[float]] = {peer.name: [] for peer in peers}
+    with tempfile.TemporaryDirectory() as tmp:
+        for peer in peers:
+            peer.build(papers, Path(tmp) / peer.name, embeddings)
+        for question, paper_id in questions[:WARMUP]:
+            for peer in peers:
+                peer.search(question, paper_id)
+        for n, (question, paper_id) in enumerate(questions):
+            for peer in peers if n % 2 == 0 else reversed(peers):
+                started = time.perf_counter()
+                peer.search(question, paper_id)
+                timings[peer.name].append(1000 * (time.perf_counter() - started))
+        for peer in peers:
+            peer.close()
+    print(f"{args.setting} setting, {len(questions)} questions, interleaved")
+    for name, values in timings.items():
+        print(
+            f"{name:10s} p50 {statistics.median(values):6.1f} ms  "
+            f"p95 {percentile(values, 95):6.1f} ms"
+        )
+    ratio = statistics.median(timings["gated"]) / statistics.median(timings["flat-para"])
+    print(f"gated / flat-para p50: {ratio:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
