@@ -62,7 +62,8 @@ CHROMA_FOLDER = "chroma"
 DOCSTORE_FILE = "docstore.sqlite"
 CONFIG_KEY = "gp-config"
 MANIFEST_PREFIX = "gp-manifest:"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: children are stored without their text (cut from the parent's); 1 is read the same way."""
 _RESERVED = frozenset(
     {
         keys.DOC_ID,
@@ -546,7 +547,7 @@ class GatedParentIndex:
                 [d.metadata[keys.CHUNK_ID] for d in children],
                 np.concatenate([p.child_vectors for p in prepared]),
                 [_to_chroma(d.metadata, parent_id=d.metadata[keys.PARENT_ID]) for d in children],
-                [d.page_content for d in children],
+                None,  # a child's text is a slice of its parent's, read from the docstore
             )
         self._put_manifests(
             [
@@ -684,24 +685,36 @@ class GatedParentIndex:
         """Every child of the given parents (id → child count), with vectors, for exact scoring.
 
         Children are fetched by id (:func:`~langchain_gated_parent.splitters.child_id`), a
-        primary-key lookup, not a metadata filter over the whole collection.
+        primary-key lookup, not a metadata filter over the whole collection. Their text is cut
+        from their parent's (a child's span lies inside its parent's), so no text is stored
+        twice; a child whose parent was deleted since the search is dropped.
         """
         ids = [child_id(pid, n) for pid, count in child_counts.items() for n in range(1, count + 1)]
         if not ids:
             return ChildRows([], [], [], np.empty((0, 0), np.float32))
         result = _read_racing(
-            lambda: self.children.get(ids=ids, include=["embeddings", "documents", "metadatas"])
+            lambda: self.children.get(ids=ids, include=["embeddings", "metadatas"])
         )
-        vectors = np.asarray(result["embeddings"], dtype=np.float32)
-        return ChildRows(
-            list(result["ids"]),
-            list(result["documents"] or []),
-            [
-                from_chroma(m, chunk_id=i)
-                for i, m in zip(result["ids"], result["metadatas"] or [], strict=True)
-            ],
-            vectors.reshape(len(result["ids"]), -1),
-        )
+        parents = dict(zip(child_counts, self.docstore.mget(list(child_counts)), strict=True))
+        vectors = np.asarray(result["embeddings"], dtype=np.float32).reshape(len(result["ids"]), -1)
+        rows = ChildRows([], [], [], vectors)
+        keep: list[int] = []
+        for row, (cid, meta) in enumerate(
+            zip(result["ids"], result["metadatas"] or [], strict=True)
+        ):
+            metadata = from_chroma(meta, chunk_id=cid)
+            parent = parents.get(metadata[keys.PARENT_ID])
+            if parent is None:
+                continue
+            offset = int(parent.metadata[keys.START_INDEX])
+            start, end = int(metadata[keys.START_INDEX]), int(metadata[keys.END_INDEX])
+            rows.ids.append(cid)
+            rows.texts.append(parent.page_content[start - offset : end - offset])
+            rows.metadatas.append(metadata)
+            keep.append(row)
+        if len(keep) < len(result["ids"]):
+            rows = ChildRows(rows.ids, rows.texts, rows.metadatas, vectors[keep])
+        return rows
 
     def get_parents(self, parent_ids: Sequence[str]) -> list[Document | None]:
         """Parents from the docstore, ``None`` for an id it does not hold."""

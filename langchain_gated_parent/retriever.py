@@ -249,11 +249,10 @@ class GatedParentRetriever(BaseRetriever):
             vector = yield _Embed(query)
         self.index.check_dimension(vector)
         wide = params.gate_margin > 0 or params.fill or params.title_weight > 0
-        n = (
-            max(4 * params.parent_top_k, params.k if params.fill else 0)
-            if wide
-            else (params.parent_top_k)
-        )
+        # Filling needs about k / child_per_parent parents; search twice that, never fewer
+        # than 4 gates' worth, so the title signal can promote a parent the vectors ranked low.
+        need = -(-2 * params.k // params.child_per_parent) if params.fill else 0
+        n = max(4 * params.parent_top_k, need) if wide else params.parent_top_k
         hits: ParentHits = yield _SearchParents(vector, n, params.filter)
         parent_scores = scoring.blend(
             hits.scores,
@@ -299,6 +298,7 @@ class GatedParentRetriever(BaseRetriever):
                 rows.texts,
                 rows.vectors,
                 near_duplicate=params.near_duplicate,
+                limit=None if params.return_parents else params.k,
             )
         by_parent = {g.parent_id: g for g in gate}
         meta_of = dict(zip(hits.ids, hits.metadatas, strict=True))

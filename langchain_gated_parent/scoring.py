@@ -170,17 +170,19 @@ def normalize_text(text: str) -> str:
     return _SPACES.sub(" ", text).strip().casefold()
 
 
-def dedupe(
+def dedupe(  # noqa: PLR0913 (parallel arrays of one candidate list, plus two knobs)
     ranked_rows: Sequence[int],
     spans: Sequence[tuple[str, int, int]],
     texts: Sequence[str],
     vectors: NDArray[np.float32] | None = None,
     *,
     near_duplicate: float | None = 0.95,
+    limit: int | None = None,
 ) -> list[int]:
     """Keep the best of children that repeat one span, one text or (nearly) one vector.
 
-    ``ranked_rows`` is best first, so the first occurrence of a duplicate is the one kept.
+    ``ranked_rows`` is best first, so the first occurrence of a duplicate is the one kept;
+    with ``limit``, the scan stops once that many are kept (the rest would not be returned).
     Duplicates: the same ``(doc_id, start, end)`` span, the same normalized text, or, with
     ``vectors`` (L2-normalized rows) and ``near_duplicate`` set, a cosine above that threshold to
     a child already kept. This stops one fact, repeated across fragments, from filling the top-k.
@@ -197,6 +199,8 @@ def dedupe(
     kept: list[int] = []
     kept_positions: list[int] = []
     for position, row in enumerate(ranked_rows):
+        if limit is not None and len(kept) >= limit:
+            break
         text_key = normalize_text(texts[row])
         if spans[row] in seen_spans or text_key in seen_texts:
             continue

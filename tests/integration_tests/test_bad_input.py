@@ -178,9 +178,12 @@ def five_mb_result(context: Context, report: Any) -> None:
     assert context.timings["5 MB paragraph"] < FIVE_MB_BUDGET_S
     assert report.parents == 1
     assert report.children >= 2000
-    rows = context.index.children.get(where={keys.DOC_ID: "big"}, include=["documents"])
+    rows = context.index.children.get(where={keys.DOC_ID: "big"}, include=["metadatas"])
+    parent = (rows["metadatas"] or [{}])[0][keys.PARENT_ID]
+    texts = context.index.children_of({parent: len(rows["ids"])}).texts
     count = token_counter("cl100k_base")
-    assert max(count(text) for text in rows["documents"] or []) <= 512
+    assert len(texts) == report.children
+    assert max(count(text) for text in texts) <= 512
 
 
 def long_query_result(context: Context, result: Any) -> None:

@@ -11,6 +11,7 @@ import copy
 import json
 import subprocess
 import sys
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,7 +19,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_gated_parent import GatedParentIndex, cli, keys
-from langchain_gated_parent.splitters import split_document
+from langchain_gated_parent.splitters import ParentChildSplit, split_document
 from tests.integration_tests.crash_worker import ROOT
 from tests.integration_tests.stores import StoreSpec
 
@@ -85,14 +86,19 @@ def check_reopens_with_the_same_answers(index: GatedParentIndex, spec: StoreSpec
             assert [s for _, s in theirs[part]] == pytest.approx([s for _, s in mine[part]], 1e-6)
 
 
-def expected_counts(index: GatedParentIndex, documents: list[Document]) -> tuple[int, int, int]:
-    """Documents, parents and children the splitters make of ``documents``."""
-    splits = [
+def splits_of(index: GatedParentIndex, documents: list[Document]) -> list[ParentChildSplit]:
+    """What the index's splitters make of ``documents``."""
+    return [
         split_document(
             d, parent_splitter=index.parent_splitter, child_splitter=index.child_splitter
         )
         for d in documents
     ]
+
+
+def expected_counts(index: GatedParentIndex, documents: list[Document]) -> tuple[int, int, int]:
+    """Documents, parents and children the splitters make of ``documents``."""
+    splits = splits_of(index, documents)
     return len(splits), sum(len(s.parents) for s in splits), sum(len(s.children) for s in splits)
 
 
@@ -103,6 +109,13 @@ def assert_holds_exactly(index: GatedParentIndex, documents: list[Document]) -> 
     assert (report.documents, report.parents, report.children) == (documents_, parents, children)
     assert index.parents.count() == parents
     assert index.children.count() == children
+    # Each text is stored once: Chroma holds no child text, which is cut from the parent's.
+    assert not any(index.children.get(include=["documents"])["documents"] or [])
+    for split in splits_of(index, documents):
+        counts = Counter(c.metadata[keys.PARENT_ID] for c in split.children)
+        rows = index.children_of(counts)
+        want = {c.metadata[keys.CHUNK_ID]: c.page_content for c in split.children}
+        assert dict(zip(rows.ids, rows.texts, strict=True)) == want
 
 
 def structured(data: dict[str, Any]) -> Document:
@@ -181,3 +194,16 @@ def test_cli_verify_names_a_child_deleted_behind_the_index(
     assert "manifest child missing: C-S-methods-2" in out
     assert err.startswith("gated-parent: error: 1 problem(s) in ")
     assert "Traceback" not in err
+
+
+def test_a_child_whose_parent_vanished_is_dropped(fresh_index: GatedParentIndex) -> None:
+    """A delete racing a query can remove a parent between the gate and the child fetch: its
+    children have no text left to cut, so they are dropped rather than returned empty."""
+    fresh_index.add_documents(corpus())
+    first, second = "P-S-methods", "P-S-results"
+    counts = {first: 1, second: 1}
+    assert len(fresh_index.children_of(counts).ids) == 2
+    fresh_index.docstore.mdelete([second])
+    rows = fresh_index.children_of(counts)
+    assert (rows.ids, len(rows.texts), rows.vectors.shape) == (["C-S-methods-1"], 1, (1, 384))
+    assert rows.metadatas[0][keys.PARENT_ID] == first

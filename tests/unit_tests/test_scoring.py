@@ -120,7 +120,13 @@ def test_dedupe_matches_brute_force(seed: int) -> None:
     texts = [rng.choice(["48 h  before", "48 H before", "20 nM", "other"]) for _ in range(n)]
     order = [int(i) for i in rng.permutation(n)]
     got = scoring.dedupe(order, spans, texts, vectors.astype(np.float32), near_duplicate=0.99)
-    assert got == _brute_dedupe(order, spans, texts, vectors, 0.99)
+    want = _brute_dedupe(order, spans, texts, vectors, 0.99)
+    assert got == want
+    limit = int(rng.integers(1, 5))
+    limited = scoring.dedupe(
+        order, spans, texts, vectors.astype(np.float32), near_duplicate=0.99, limit=limit
+    )
+    assert limited == want[:limit]  # stopping early keeps the same first rows
 
 
 def test_dedupe_keeps_the_best_of_each_duplicate() -> None:

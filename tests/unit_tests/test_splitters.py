@@ -514,7 +514,7 @@ def test_property_spans_ids_determinism(text: str, config: dict[str, Any]) -> No
     for child in split.children:
         parent = parents[child.metadata[PARENT_ID]]
         assert parent.metadata[START_INDEX] <= child.metadata[START_INDEX]
-        assert child.metadata[END_INDEX] <= parent.metadata[END_INDEX]
+        assert child.metadata[END_INDEX] <= parent.metadata[END_INDEX]  # text cut from parent
         assert (
             child.metadata[SECTION_PATH][: len(parent.metadata[SECTION_PATH])]
             == parent.metadata[SECTION_PATH]
