@@ -546,7 +546,10 @@ class GatedParentIndex:
                 self.children,
                 [d.metadata[keys.CHUNK_ID] for d in children],
                 np.concatenate([p.child_vectors for p in prepared]),
-                [_to_chroma(d.metadata, parent_id=d.metadata[keys.PARENT_ID]) for d in children],
+                [
+                    _to_chroma(_own(d.metadata), parent_id=d.metadata[keys.PARENT_ID])
+                    for d in children
+                ],
                 None,  # a child's text is a slice of its parent's, read from the docstore
             )
         self._put_manifests(
@@ -686,8 +689,9 @@ class GatedParentIndex:
 
         Children are fetched by id (:func:`~langchain_gated_parent.splitters.child_id`), a
         primary-key lookup, not a metadata filter over the whole collection. Their text is cut
-        from their parent's (a child's span lies inside its parent's), so no text is stored
-        twice; a child whose parent was deleted since the search is dropped.
+        from their parent's (a child's span lies inside its parent's) and the document's own
+        metadata comes from the parent too, so neither is stored once per child; a child whose
+        parent was deleted since the search is dropped.
         """
         ids = [child_id(pid, n) for pid, count in child_counts.items() for n in range(1, count + 1)]
         if not ids:
@@ -702,10 +706,11 @@ class GatedParentIndex:
         for row, (cid, meta) in enumerate(
             zip(result["ids"], result["metadatas"] or [], strict=True)
         ):
-            metadata = from_chroma(meta, chunk_id=cid)
-            parent = parents.get(metadata[keys.PARENT_ID])
+            own = from_chroma(meta, chunk_id=cid)
+            parent = parents.get(own[keys.PARENT_ID])
             if parent is None:
                 continue
+            metadata = {**_user_of(parent.metadata), **own}
             offset = int(parent.metadata[keys.START_INDEX])
             start, end = int(metadata[keys.START_INDEX]), int(metadata[keys.END_INDEX])
             rows.ids.append(cid)
@@ -932,6 +937,16 @@ def _headings(parents: Sequence[Document], children: Sequence[Document]) -> dict
             dict.fromkeys(child.metadata.get(keys.SECTION_PATH) or [])
         )
     return {pid: " ".join(found) for pid, found in titles.items()}
+
+
+def _own(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A child's own metadata: the document's metadata is stored once, with each parent."""
+    return {k: v for k, v in metadata.items() if k in _RESERVED}
+
+
+def _user_of(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The document's metadata, as its parents carry it."""
+    return {k: v for k, v in metadata.items() if k not in _RESERVED}
 
 
 def _with_user(document: Document, user: dict[str, Any]) -> Document:

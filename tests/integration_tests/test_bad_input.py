@@ -207,8 +207,10 @@ def created_empty(context: Context, opened: Any) -> None:
 
 def nested_metadata(context: Context, report: Any) -> None:
     context.added.append("nested")
-    child = context.index.children.get(where={keys.DOC_ID: "nested"}, include=["metadatas"])
-    assert json.loads(child["metadatas"][0]["extra"]) == {"a": [1, {"b": None}]}
+    vector = context.index.parents.get(where={keys.DOC_ID: "nested"}, include=["metadatas"])
+    assert json.loads((vector["metadatas"] or [{}])[0]["extra"]) == {"a": [1, {"b": None}]}
+    child = context.index.as_retriever(k=1).invoke("text", filter={keys.DOC_ID: "nested"})
+    assert child[0].metadata["extra"] == {"a": [1, {"b": None}]}  # from its parent, as is
     parent = context.index.get_parents(["P-nested:s0"])[0]
     assert parent is not None
     assert parent.metadata["extra"] == {"a": [1, {"b": None}]}
@@ -306,7 +308,7 @@ ROWS = [
         Refused(ValueError, ("structured input is not valid JSON", "pass a JSON object")),
     ),
     Row(
-        "nested-metadata",  # kept as is in the docstore, JSON text in Chroma
+        "nested-metadata",  # as is in the docstore and results, JSON text in Chroma
         add(
             Document(
                 page_content="# A\n\nText.",
