@@ -162,12 +162,9 @@ def rank_children(  # noqa: PLR0913 (parallel arrays of one child list, plus the
     return sorted(kept, key=lambda pair: (-pair[1], child_ids[pair[0]]))
 
 
-_SPACES = re.compile(r"\s+")
-
-
 def normalize_text(text: str) -> str:
     """Case- and whitespace-folded text, the key for exact-duplicate detection."""
-    return _SPACES.sub(" ", text).strip().casefold()
+    return " ".join(text.split()).casefold()
 
 
 def dedupe(  # noqa: PLR0913 (parallel arrays of one candidate list, plus two knobs)
