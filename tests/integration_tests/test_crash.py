@@ -64,6 +64,8 @@ KILL_POINTS = [
 
 DELAY_FRACTIONS = (0.2, 0.5, 0.8)
 """Kills after a delay, as fractions of an uninterrupted run's duration."""
+DELAY_ATTEMPTS = 5
+"""Tries of one delayed kill, the delay halved after each ingest that finished first."""
 
 DOUBLE_CRASHES = [
     (("children.upsert", 2, "after"), ("children.delete", 1, "after")),
@@ -169,12 +171,17 @@ def test_sigkill_at_an_injected_point(
 def test_sigkill_after_a_delay(
     zygote: Zygote, reference: dict[str, Any], tmp_path: Path, fraction: float
 ) -> None:
-    spec = new_spec(tmp_path)
+    # Ingest time varies with the machine's load: a run that ends before its kill is retried
+    # with half the delay, so every row does end in a kill (at worst an early one).
     delay = fraction * reference["seconds"]
-    reply = zygote.request(op="ingest", spec=spec.to_json(), kill_after=delay)
-    assert reply["status"] in {"killed", "exited"}, reply
-    if not reply["killed_by_parent"]:
-        pytest.skip(f"the ingest finished within {delay:.2f} s, before the kill")
+    for _ in range(DELAY_ATTEMPTS):
+        spec = new_spec(tmp_path)
+        reply = zygote.request(op="ingest", spec=spec.to_json(), kill_after=delay)
+        assert reply["status"] in {"killed", "exited"}, reply
+        if reply["killed_by_parent"]:
+            break
+        delay /= 2
+    assert reply["killed_by_parent"], f"{DELAY_ATTEMPTS} ingests all finished before the kill"
     check_after_kill(zygote, spec, reference, tmp_path)
 
 
