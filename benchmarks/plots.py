@@ -7,7 +7,8 @@ Usage:
             --out docs/quality_vs_latency.png
 
 One panel per results file: EvidenceRecall@2048 (every retriever has it) against p50 query
-latency, with nDCG@10 in the label where the retriever returns paragraph-sized results.
+latency, with nDCG@10 in the label where the retriever returns paragraph-sized results. The
+ablation variants (``ABLATIONS``) sit next to ``gated`` and are drawn as small unlabelled dots.
 """
 
 # ruff: noqa: PLC0415
@@ -17,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+ABLATIONS = frozenset({"gated-text", "gated-auto", "gated-dense", "gated-parents"})
 
 
 def main() -> None:
@@ -38,10 +41,13 @@ def main() -> None:
             ax.scatter(
                 row["p50_ms"],
                 row["evr@2048"],
-                s=60 if ours else 40,
+                s=15 if name in ABLATIONS else 60 if ours else 40,
                 marker="o" if ours else "s",
                 color="tab:red" if ours else "tab:blue",
+                alpha=0.5 if name in ABLATIONS else 1.0,
             )
+            if name in ABLATIONS:
+                continue
             ndcg = row.get("ndcg@10")
             label = name if ndcg is None else f"{name}\nnDCG@10 {ndcg:.3f}"
             ax.annotate(
@@ -52,6 +58,8 @@ def main() -> None:
                 textcoords="offset points",
             )
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(mpl.ticker.ScalarFormatter())
+        ax.xaxis.set_minor_formatter(mpl.ticker.NullFormatter())
         ax.set_xlabel("p50 query latency, ms (log scale; query embedded live)")
         ax.set_ylabel("EvidenceRecall@2048")
         ax.set_title(f"QASPER dev, {run['setting']} setting ({run['questions']} questions)")
