@@ -110,12 +110,17 @@ class VerifyReport:
 
 @dataclass(frozen=True)
 class ChildRows:
-    """Children fetched for scoring: parallel lists plus their vectors (rows L2-normalized)."""
+    """Children fetched for scoring: parallel lists plus their vectors (rows L2-normalized).
+
+    ``parents`` are the children's parents, read to cut the texts (so ``return_parents`` needs
+    no second read).
+    """
 
     ids: list[str]
     texts: list[str]
     metadatas: list[dict[str, Any]]
     vectors: NDArray[np.float32]
+    parents: dict[str, Document] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -699,9 +704,10 @@ class GatedParentIndex:
         result = _read_racing(
             lambda: self.children.get(ids=ids, include=["embeddings", "metadatas"])
         )
-        parents = dict(zip(child_counts, self.docstore.mget(list(child_counts)), strict=True))
-        vectors = np.asarray(result["embeddings"], dtype=np.float32).reshape(len(result["ids"]), -1)
-        rows = ChildRows([], [], [], vectors)
+        found = zip(child_counts, self.get_parents(list(child_counts)), strict=True)
+        parents = {pid: parent for pid, parent in found if parent is not None}
+        texts: list[str] = []
+        metadatas: list[dict[str, Any]] = []
         keep: list[int] = []
         for row, (cid, meta) in enumerate(
             zip(result["ids"], result["metadatas"] or [], strict=True)
@@ -710,16 +716,15 @@ class GatedParentIndex:
             parent = parents.get(own[keys.PARENT_ID])
             if parent is None:
                 continue
-            metadata = {**_user_of(parent.metadata), **own}
             offset = int(parent.metadata[keys.START_INDEX])
-            start, end = int(metadata[keys.START_INDEX]), int(metadata[keys.END_INDEX])
-            rows.ids.append(cid)
-            rows.texts.append(parent.page_content[start - offset : end - offset])
-            rows.metadatas.append(metadata)
+            start, end = int(own[keys.START_INDEX]), int(own[keys.END_INDEX])
+            texts.append(parent.page_content[start - offset : end - offset])
+            metadatas.append({**_user_of(parent.metadata), **own})
             keep.append(row)
-        if len(keep) < len(result["ids"]):
-            rows = ChildRows(rows.ids, rows.texts, rows.metadatas, vectors[keep])
-        return rows
+        vectors = np.asarray(result["embeddings"], dtype=np.float32).reshape(len(result["ids"]), -1)
+        return ChildRows(
+            [result["ids"][row] for row in keep], texts, metadatas, vectors[keep], parents
+        )
 
     def get_parents(self, parent_ids: Sequence[str]) -> list[Document | None]:
         """Parents from the docstore, ``None`` for an id it does not hold."""

@@ -1,8 +1,9 @@
 """The gated retriever: embed once, gate on parents, rank children inside, fuse, dedupe.
 
 The pipeline is written once, as a generator that *yields* its I/O steps (embed the query,
-search parents, fetch children, fetch parents) and receives their results. A sync driver and an
-async driver run the same generator, so ``invoke`` and ``ainvoke`` share every line of logic.
+search parents, fetch the opened parents with their children) and receives their results. A
+sync driver and an async driver run the same generator, so ``invoke`` and ``ainvoke`` share
+every line of logic.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from langchain_gated_parent.index import ChildRows, GatedParentIndex, ParentHits
 from langchain_gated_parent.lexical import bm25
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Sequence
+    from collections.abc import Generator, Mapping, Sequence
 
     from langchain_core.callbacks import (
         AsyncCallbackManagerForRetrieverRun,
@@ -53,12 +54,7 @@ class _FetchChildren:
     """Parent id → how many children it has."""
 
 
-@dataclass(frozen=True)
-class _FetchParents:
-    parent_ids: list[str]
-
-
-_Step = _Embed | _SearchParents | _FetchChildren | _FetchParents
+_Step = _Embed | _SearchParents | _FetchChildren
 
 
 @dataclass(frozen=True)
@@ -124,6 +120,25 @@ def _lexical_texts(rows: ChildRows) -> list[str]:
         " ".join([*(meta.get(keys.SECTION_PATH) or []), text])
         for meta, text in zip(rows.metadatas, rows.texts, strict=True)
     ]
+
+
+def _parents_of(
+    children: Sequence[Document], parents: Mapping[str, Document], k: int
+) -> list[Document]:
+    """Swap children for their parents, deduplicated, each with its best child's scores."""
+    best: dict[str, Document] = {}
+    for child in children:
+        best.setdefault(child.metadata[keys.PARENT_ID], child)
+    out = []
+    for pid in list(best)[:k]:
+        parent, child = parents[pid], best[pid]
+        scores = {
+            key: child.metadata[key]
+            for key in (keys.SCORE, keys.PARENT_SCORE, keys.CHILD_SCORE, keys.GATE_RANK)
+        }
+        metadata = {**parent.metadata, **scores}
+        out.append(Document(id=pid, page_content=parent.page_content, metadata=metadata))
+    return out
 
 
 def _validate_query(query: object) -> str:
@@ -333,35 +348,10 @@ class GatedParentRetriever(BaseRetriever):
             explanation.considered.extend(child_doc(row) for row, _ in ranked)
         children = [child_doc(row) for row in order]
         if params.return_parents:
-            explanation.documents.extend((yield from self._parents_of(children, params.k)))
+            explanation.documents.extend(_parents_of(children, rows.parents, params.k))
         else:
             explanation.documents.extend(children[: params.k])
         return explanation
-
-    def _parents_of(
-        self, children: Sequence[Document], k: int
-    ) -> Generator[_Step, Any, list[Document]]:
-        """Swap children for their parents, deduplicated, each with its best child's scores."""
-        best: dict[str, Document] = {}
-        for child in children:
-            best.setdefault(child.metadata[keys.PARENT_ID], child)
-        chosen = list(best)[:k]
-        parents: list[Document | None] = yield _FetchParents(chosen)
-        out = []
-        for pid, parent in zip(chosen, parents, strict=True):
-            if parent is None:  # deleted since the search: never return a dangling parent
-                continue
-            child = best[pid]
-            scores = {
-                key: child.metadata[key]
-                for key in (keys.SCORE, keys.PARENT_SCORE, keys.CHILD_SCORE, keys.GATE_RANK)
-            }
-            out.append(
-                Document(
-                    id=pid, page_content=parent.page_content, metadata={**parent.metadata, **scores}
-                )
-            )
-        return out
 
     # ------------------------------------------------------------------ drivers
     def _run(self, plan: Generator[_Step, Any, Explanation]) -> Explanation:
@@ -390,9 +380,7 @@ class GatedParentRetriever(BaseRetriever):
             return self.index.embeddings.embed_query(step.query)
         if isinstance(step, _SearchParents):
             return self.index.search_parents(step.vector, step.n, step.where)
-        if isinstance(step, _FetchChildren):
-            return self.index.children_of(step.child_counts)
-        return self.index.get_parents(step.parent_ids)
+        return self.index.children_of(step.child_counts)
 
     def _start(self, query: object, kwargs: dict[str, Any]) -> tuple[str, Params, Any]:
         query = _validate_query(query)
