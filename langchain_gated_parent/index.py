@@ -6,9 +6,15 @@ Write order (why a crash never leaves an orphan): for each batch of documents th
 records a *pending* manifest entry naming every id the documents had and will have, then deletes
 stale children, stale parent vectors and stale parents (children first), then writes parents to
 the docstore, parent vectors and child vectors (parents first), and last marks the entries
-*complete*. At every instant a visible child has a visible parent. Opening an index rolls back any
-entry still pending (a crash mid-write) by deleting the ids it names, so the document is absent,
-and re-running the same ingest converges to the state of an uninterrupted run.
+*complete*. At every instant a visible child has a visible parent.
+
+Every write holds the index's writer lock (:mod:`~langchain_gated_parent.stores.lock`) from start
+to end, so writers in other processes or on other machines wait their turn. A writer that finds
+an entry still pending (a writer died mid-write) rolls it back first, inside the lock, by deleting
+the ids it names: the document is absent, and re-running the same ingest converges to the state
+of an uninterrupted run. Opening an index never changes it; readers skip documents whose write
+is unfinished, and see what writers commit through the journal's version stamp
+(:mod:`~langchain_gated_parent.stores.journal`).
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -35,6 +42,8 @@ from langchain_gated_parent.splitters import (
     child_id,
     split_document,
 )
+from langchain_gated_parent.stores import journal as journals
+from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -47,12 +56,15 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from langchain_gated_parent.retriever import GatedParentRetriever
+    from langchain_gated_parent.stores.journal import Journal, Placement
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 READ_ATTEMPTS = 3
 """Attempts of a Chroma read that races a delete on a Chroma server (see ``_read_racing``)."""
+QUIET_READ_ATTEMPTS = 4
+"""Reads of a gate's children that a write overlapped before only finished documents are kept."""
 
 ParentRepresentation = Literal["centroid", "text"]
 PARENT_REPRESENTATIONS: tuple[str, ...] = ("centroid", "text")
@@ -60,10 +72,10 @@ DEFAULT_PARENT_REPRESENTATION: ParentRepresentation = "centroid"
 
 CHROMA_FOLDER = "chroma"
 DOCSTORE_FILE = "docstore.sqlite"
-CONFIG_KEY = "gp-config"
-MANIFEST_PREFIX = "gp-manifest:"
-FORMAT_VERSION = 2
-"""2: children are stored without their text (cut from the parent's); 1 is read the same way."""
+FORMAT_VERSION = 3
+"""3: config and manifests in a journal of their own, not in the docstore (2 and 1 kept them
+there; such an index is migrated by its next write or ``recover``). 2: children are stored
+without their text (cut from the parent's); 1 is read the same way."""
 _RESERVED = frozenset(
     {
         keys.DOC_ID,
@@ -258,9 +270,18 @@ class GatedParentIndex:
         directory: a folder for a persistent index (Chroma + SQLite docstore inside).
         client: a chromadb client (``EphemeralClient``, ``HttpClient``...) instead of a folder.
         docstore: any ``BaseStore[str, Document]`` for parents (default SQLite in the folder,
-            or in memory with a ``client``).
+            or in memory with an ``EphemeralClient``). A persistent or remote ``client`` needs
+            a persistent docstore: a ``directory`` or :func:`sql_docstore`.
         parent_representation: ``"centroid"`` (normalized mean of the parent's child vectors)
             or ``"text"`` (heading path + parent text, embedded).
+        lock_timeout: seconds a write waits for another process's write to the same index to
+            end before it raises ``WriterLockTimeoutError`` naming that writer (default 600).
+
+    Writers and readers in other processes: every write (``add_documents``, ``delete``,
+    ``recover``) holds a writer lock for its whole duration (a lock file in the folder, or an
+    advisory lock in a PostgreSQL docstore's database), and first rolls back what a writer that
+    died left unfinished. Opening an index only reads it; readers skip documents being written
+    and pick up new settings and metadata keys from the journal's version stamp.
 
     Instantiate:
         .. code-block:: python
@@ -285,6 +306,7 @@ class GatedParentIndex:
         parent_representation: ParentRepresentation | None = None,
         parent_splitter: SectionSplitter | None = None,
         child_splitter: ParagraphSplitter | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         """Open (or create) an index; see the class docstring for the arguments."""
         if (
@@ -311,6 +333,7 @@ class GatedParentIndex:
             if self.directory is not None:
                 docstore = sqlite_docstore(self.directory / DOCSTORE_FILE)
             else:
+                _refuse_volatile_docstore(client)
                 from langchain_core.stores import InMemoryStore  # noqa: PLC0415
 
                 docstore = InMemoryStore()
@@ -318,17 +341,23 @@ class GatedParentIndex:
         self.client = client
         self.docstore = docstore
         self.name = name
+        self.lock_timeout = lock_timeout
+        placement = _place(docstore, self.directory, client, name)
+        self.journal: Journal = placement.journal
+        self.writer_lock = placement.lock
         self.parent_splitter = parent_splitter or SectionSplitter()
         self.child_splitter = child_splitter or ParagraphSplitter()
-        self._write_lock = threading.Lock()
-        self.config = self._load_or_create_config(
-            parent_representation,
-            explicit={
-                "parent_splitter": parent_splitter is not None,
-                "child_splitter": child_splitter is not None,
-                "parent_representation": parent_representation is not None,
-            },
-        )
+        self._write_lock = threading.RLock()
+        self._write_depth = 0
+        self._explicit = {
+            "parent_splitter": parent_splitter is not None,
+            "child_splitter": child_splitter is not None,
+            "parent_representation": parent_representation is not None,
+        }
+        self._stamp = self.journal.stamp()
+        self._config_version = self._stamp.config
+        self._legacy = False
+        self.config = self._load_or_create_config(parent_representation)
         self.parent_representation: ParentRepresentation = self.config["parent_representation"]
         space: CreateCollectionConfiguration = {"hnsw": {"space": "cosine"}}
         self.parents: Collection = client.get_or_create_collection(
@@ -337,7 +366,6 @@ class GatedParentIndex:
         self.children: Collection = client.get_or_create_collection(
             f"{name}-children", configuration=space, embedding_function=None
         )
-        self.recover()
 
     @staticmethod
     def exists(directory: str | Path) -> bool:
@@ -355,27 +383,28 @@ class GatedParentIndex:
             "child_splitter": splitter_settings(self.child_splitter),
         }
 
-    def _load_or_create_config(
-        self, parent_representation: str | None, explicit: dict[str, bool]
-    ) -> dict[str, Any]:
-        """Refuse to mix embeddings or settings; record the settings the index is built with.
+    def _load_or_create_config(self, parent_representation: str | None) -> dict[str, Any]:
+        """Refuse to mix embeddings or settings; the settings the index is (to be) built with.
 
         Settings the caller did not pass are taken from the stored record, so reopening an
-        index needs only its directory and embeddings.
+        index needs only its directory and embeddings. Nothing is written here: a new index's
+        config is stored by its first write, under the writer lock.
         """
         wanted = self._settings(parent_representation or DEFAULT_PARENT_REPRESENTATION)
-        stored = self.docstore.mget([CONFIG_KEY])[0]
+        stored = self.journal.config()
+        if stored is None:
+            stored = self._legacy_config()
+            self._legacy = stored is not None
         if stored is None:
             wanted["dimension"] = len(self.embeddings.embed_query("dimension probe"))
             wanted["metadata_keys"] = []
-            self.docstore.mset([(CONFIG_KEY, Document(page_content=json.dumps(wanted)))])
             return wanted
-        config: dict[str, Any] = json.loads(stored.page_content)
+        config: dict[str, Any] = stored
         if config["embedding_model"] != wanted["embedding_model"]:
             # Only the refusal pays for a probe: reopening with the right model embeds nothing.
             self._refuse_embeddings(config, len(self.embeddings.embed_query("dimension probe")))
         for part in ("parent_splitter", "child_splitter", "parent_representation"):
-            if config[part] != wanted[part] and explicit[part]:
+            if config[part] != wanted[part] and self._explicit[part]:
                 msg = (
                     f"this index was built with {part}={config[part]!r}, not {wanted[part]!r}; "
                     "omit the argument to use the index's own settings, or build a new index"
@@ -384,6 +413,33 @@ class GatedParentIndex:
         self.parent_splitter = SectionSplitter(**config["parent_splitter"])
         self.child_splitter = ParagraphSplitter(**config["child_splitter"])
         return config
+
+    def _legacy_config(self) -> dict[str, Any] | None:
+        """The config of an index of format 2 or older, which kept it in the docstore."""
+        found = self.docstore.mget([journals.LEGACY_CONFIG_KEY])[0]
+        if found is None:
+            return None
+        legacy: dict[str, Any] = json.loads(found.page_content)
+        return legacy
+
+    def refresh(self) -> None:
+        """Pick up settings and metadata keys another process committed (a cheap stamp read)."""
+        stamp = self.journal.stamp()
+        if stamp.config != self._config_version:
+            self.config = self._load_or_create_config(None)
+            self.parent_representation = self.config["parent_representation"]
+            self._config_version = stamp.config
+        self._stamp = stamp
+
+    def _refuse_legacy(self) -> None:
+        if self._legacy:
+            where = self.directory if self.directory is not None else "the index"
+            msg = (
+                f"{where} was written by an older langchain-gated-parent (format 2: its records "
+                "are in the docstore); upgrade it once with `gated-parent recover "
+                f"{where}` (or index.recover()), which moves them under the writer lock"
+            )
+            raise ValueError(msg)
 
     def _refuse_embeddings(self, config: dict[str, Any], dimension: int) -> None:
         msg = (
@@ -417,24 +473,23 @@ class GatedParentIndex:
         ]
         _refuse_duplicates([s.doc_id for s in splits])
         _refuse_empty(splits)
-        manifests = self._manifests([s.doc_id for s in splits])
         digests = [_content_hash(d) for d in documents]
-        todo = [
-            (doc, split, digest)
-            for doc, split, digest in zip(documents, splits, digests, strict=True)
-            if (manifests.get(split.doc_id) or {}).get("hash") != digest
-            or manifests[split.doc_id].get("status") != "complete"
-        ]
-        self._refuse_foreign_ids([s for _, s, _ in todo])
-        with self._write_lock:
-            self._remember_metadata_keys(documents)
         parents = children = 0
-        for batch in _write_batches(todo):
-            prepared = self._embed(batch)
-            with self._write_lock:
+        with self._writing():
+            manifests = self._manifests([s.doc_id for s in splits])
+            todo = [
+                (doc, split, digest)
+                for doc, split, digest in zip(documents, splits, digests, strict=True)
+                if (manifests.get(split.doc_id) or {}).get("hash") != digest
+                or manifests[split.doc_id].get("status") != "complete"
+            ]
+            self._refuse_foreign_ids([s for _, s, _ in todo])
+            self._remember_metadata_keys(documents)
+            for batch in _write_batches(todo):
+                prepared = self._embed(batch)
                 self._write(prepared, manifests)
-            parents += sum(len(p.parents) for p in prepared)
-            children += sum(len(p.children) for p in prepared)
+                parents += sum(len(p.parents) for p in prepared)
+                children += sum(len(p.children) for p in prepared)
         return IndexReport(
             documents=len(todo),
             parents=parents,
@@ -505,6 +560,12 @@ class GatedParentIndex:
         """Journalled write: pending manifest, deletes, parents, children, complete manifest."""
         if not prepared:
             return
+        with self._changing():
+            self._write_changes(prepared, manifests)
+
+    def _write_changes(
+        self, prepared: list[_Prepared], manifests: dict[str, dict[str, Any]]
+    ) -> None:
         old = {p.doc_id: manifests.get(p.doc_id) or {} for p in prepared}
         pending = []
         for p in prepared:
@@ -594,14 +655,19 @@ class GatedParentIndex:
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Remove documents from all three stores; returns how many were present."""
         doc_ids = list(doc_ids)
-        with self._write_lock:
-            manifests = self._manifests(doc_ids)
-            present = [d for d in doc_ids if d in manifests]
-            for doc_id in present:
-                entry = manifests[doc_id]
+        with self._writing():
+            return self._delete(doc_ids)
+
+    def _delete(self, doc_ids: Sequence[str]) -> int:
+        """Delete under the writer lock, each document journalled as pending first."""
+        manifests = self._manifests(doc_ids)
+        present = [d for d in doc_ids if d in manifests]
+        for doc_id in present:
+            entry = manifests[doc_id]
+            with self._changing():
                 self._put_manifests([(doc_id, {**entry, "status": "pending"})])
                 self._delete_ids(entry.get("children", []), entry.get("parents", []))
-                self.docstore.mdelete([MANIFEST_PREFIX + doc_id])
+                self.journal.delete_manifests([doc_id])
         return len(present)
 
     def _delete_ids(self, child_ids: Sequence[str], parent_ids: Sequence[str]) -> None:
@@ -614,30 +680,105 @@ class GatedParentIndex:
         self.docstore.mdelete(list(parent_ids))
 
     def recover(self) -> list[str]:
-        """Roll back documents whose last write did not finish; returns their ids."""
-        pending = [d for d, m in self._all_manifests() if m.get("status") != "complete"]
+        """Roll back documents whose last write did not finish; returns their ids.
+
+        Every write does this first, under the writer lock; call it (or ``gated-parent
+        recover``) to clean up after a writer died without waiting for the next write. It
+        also moves the records of an index of format 2 into the journal.
+        """
+        with self._writing() as recovered:
+            return recovered
+
+    @contextmanager
+    def _writing(self) -> Iterator[list[str]]:
+        """Hold the writer lock; on first entry recover, migrate and store a new config.
+
+        Re-entrant within one thread (a write calls another); other threads and processes
+        wait up to ``lock_timeout`` seconds.
+
+        Yields:
+            The documents rolled back on entry (empty when nested or nothing was pending).
+        """
+        with self._write_lock:
+            if self._write_depth:
+                self._write_depth += 1
+                try:
+                    yield []
+                finally:
+                    self._write_depth -= 1
+                return
+            log_stale(self.writer_lock, self.writer_lock.acquire(self.lock_timeout))
+            self._write_depth = 1
+            try:
+                self.refresh()
+                if self._legacy:
+                    self._migrate_legacy()
+                if self.journal.config() is None:
+                    self._put_config()
+                recovered = self._rollback_unfinished()
+                if self._stamp.writing:  # a writer died between its last change and its stamp
+                    self._stamp = self.journal.put_stamp(replace(self._stamp, writing=False))
+                yield recovered
+            finally:
+                # After an exception inside a change the stamp stays "writing": readers keep
+                # checking documents until the next write has rolled that one back.
+                self._write_depth = 0
+                self.writer_lock.release()
+
+    @contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Mark the stamp as writing while the stores change (readers then check documents)."""
+        self._stamp = self.journal.put_stamp(
+            replace(self._stamp, seq=self._stamp.seq + 1, writing=True)
+        )
+        yield
+        self._stamp = self.journal.put_stamp(
+            replace(self._stamp, seq=self._stamp.seq + 1, writing=False)
+        )
+
+    def _put_config(self) -> None:
+        self._stamp = self.journal.put_config(self.config, self._stamp)
+        self._config_version = self._stamp.config
+
+    def _rollback_unfinished(self) -> list[str]:
+        pending = [d for d, m in self.journal.all_manifests().items() if m["status"] != "complete"]
         if pending:
             logger.warning(
                 "rolling back %d interrupted document write(s): %s",
                 len(pending),
                 ", ".join(pending),
             )
-            self.delete(pending)
+            self._delete(pending)
         return pending
+
+    def _migrate_legacy(self) -> None:
+        """Move a format-2 index's config and manifests from the docstore to the journal."""
+        legacy_keys = list(self.docstore.yield_keys(prefix=journals.LEGACY_MANIFEST_PREFIX))
+        found = self.docstore.mget(legacy_keys)
+        self.journal.put_manifests(
+            [
+                (key[len(journals.LEGACY_MANIFEST_PREFIX) :], json.loads(doc.page_content))
+                for key, doc in zip(legacy_keys, found, strict=True)
+                if doc is not None
+            ]
+        )
+        config = self._legacy_config() or self.config
+        self.config = {**config, "format_version": FORMAT_VERSION}
+        self._put_config()
+        self.docstore.mdelete([*legacy_keys, journals.LEGACY_CONFIG_KEY])
+        self._legacy = False
+        logger.warning(
+            "moved the records of %d document(s) out of the docstore (format 2 -> %d)",
+            len(legacy_keys),
+            FORMAT_VERSION,
+        )
 
     # ------------------------------------------------------------------ manifest
     def _manifests(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        found = self.docstore.mget([MANIFEST_PREFIX + d for d in doc_ids])
-        return {d: json.loads(m.page_content) for d, m in zip(doc_ids, found, strict=True) if m}
-
-    def _all_manifests(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        ids = [k[len(MANIFEST_PREFIX) :] for k in self.docstore.yield_keys(prefix=MANIFEST_PREFIX)]
-        yield from self._manifests(ids).items()
+        return self.journal.manifests(doc_ids)
 
     def _put_manifests(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        self.docstore.mset(
-            [(MANIFEST_PREFIX + d, Document(page_content=json.dumps(m))) for d, m in entries]
-        )
+        self.journal.put_manifests(entries)
 
     def _refuse_foreign_ids(self, splits: Sequence[Any]) -> None:
         """Ids never collide across documents: refuse ids owned by another document."""
@@ -661,7 +802,7 @@ class GatedParentIndex:
         new = known | {k for d in documents for k in _user_metadata(d)} | {keys.DOC_ID}
         if new != known:
             self.config["metadata_keys"] = sorted(new)
-            self.docstore.mset([(CONFIG_KEY, Document(page_content=json.dumps(self.config)))])
+            self._put_config()
 
     # ------------------------------------------------------------------ reading
     def search_parents(
@@ -697,10 +838,35 @@ class GatedParentIndex:
         from their parent's (a child's span lies inside its parent's) and the document's own
         metadata comes from the parent too, so neither is stored once per child; a child whose
         parent was deleted since the search is dropped.
+
+        A write that overlaps the read could mix two versions of a document (a new parent's
+        text cut at an old child's offsets) or show part of one. The journal's stamp, read
+        before and after, tells: if a write overlapped, the read is retried, and after
+        ``QUIET_READ_ATTEMPTS`` overlapped reads only documents whose manifest was complete
+        and unchanged from before to after the read are kept.
         """
         ids = [child_id(pid, n) for pid, count in child_counts.items() for n in range(1, count + 1)]
         if not ids:
             return ChildRows([], [], [], np.empty((0, 0), np.float32))
+        rows = ChildRows([], [], [], np.empty((0, 0), np.float32))
+        for attempt in range(1, QUIET_READ_ATTEMPTS):
+            before = self.journal.stamp()
+            rows = self._read_children(ids, child_counts)
+            if before.quiet and self.journal.stamp() == before:
+                return rows
+            time.sleep(0.02 * attempt)
+        docs = sorted({str(p.metadata.get(keys.DOC_ID)) for p in rows.parents.values()})
+        before_read = self.journal.manifests(docs)
+        rows = self._read_children(ids, child_counts)
+        after_read = self.journal.manifests(docs)
+        keep = {
+            d
+            for d, m in before_read.items()
+            if m["status"] == "complete" and after_read.get(d) == m
+        }
+        return _only_documents(rows, keep)
+
+    def _read_children(self, ids: list[str], child_counts: Mapping[str, int]) -> ChildRows:
         result = _read_racing(
             lambda: self.children.get(ids=ids, include=["embeddings", "metadatas"])
         )
@@ -721,7 +887,9 @@ class GatedParentIndex:
             texts.append(parent.page_content[start - offset : end - offset])
             metadatas.append({**_user_of(parent.metadata), **own})
             keep.append(row)
-        vectors = np.asarray(result["embeddings"], dtype=np.float32).reshape(len(result["ids"]), -1)
+        vectors = np.asarray(result["embeddings"], dtype=np.float32).reshape(
+            len(result["ids"]), self.config["dimension"]
+        )
         return ChildRows(
             [result["ids"][row] for row in keep], texts, metadatas, vectors[keep], parents
         )
@@ -734,8 +902,11 @@ class GatedParentIndex:
         """Refuse a malformed filter, or one on a metadata key no document of the index has.
 
         Checked before any search, so a typo is an error that names the key rather than an
-        empty result, and a server can answer 4xx before it starts streaming.
+        empty result, and a server can answer 4xx before it starts streaming. Keys another
+        process added since this index was opened are known (see :meth:`refresh`).
         """
+        self.refresh()
+        self._refuse_legacy()
         if where:
             from chromadb.api.types import validate_where  # noqa: PLC0415 (heavy import)
 
@@ -757,13 +928,11 @@ class GatedParentIndex:
     # ------------------------------------------------------------------ inspection
     def verify(self) -> VerifyReport:
         """Check that the docstore, the parent vectors and the child vectors agree exactly."""
+        self.refresh()
+        self._refuse_legacy()
         problems: list[str] = []
-        manifests = dict(self._all_manifests())
-        stored_parents = {
-            k
-            for k in self.docstore.yield_keys()
-            if k != CONFIG_KEY and not k.startswith(MANIFEST_PREFIX)
-        }
+        manifests = self.journal.all_manifests()
+        stored_parents = set(self.docstore.yield_keys())
         parent_vectors = set(self.parents.get(include=[])["ids"])
         child_meta = self.children.get(include=["metadatas"])
         child_parent = {
@@ -794,8 +963,10 @@ class GatedParentIndex:
 
     def stats(self) -> dict[str, Any]:
         """Counts, size on disk and the embedding model, for ``gated-parent stats``."""
+        self.refresh()
+        self._refuse_legacy()
         return {
-            "documents": sum(1 for _ in self.docstore.yield_keys(prefix=MANIFEST_PREFIX)),
+            "documents": len(self.journal.doc_ids()),
             "parents": self.parents.count(),
             "children": self.children.count(),
             "bytes_on_disk": self.disk_bytes(),
@@ -976,6 +1147,49 @@ def _centroids(item: _Prepared, embeddings: Embeddings) -> NDArray[np.float32]:
     if not rows:
         return np.empty((0, item.child_vectors.shape[1]), np.float32)
     return _normalize_rows(np.stack(rows))
+
+
+def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:
+    """The rows (and parents) of the given documents only."""
+    keep = [n for n, meta in enumerate(rows.metadatas) if meta.get(keys.DOC_ID) in doc_ids]
+    return ChildRows(
+        [rows.ids[n] for n in keep],
+        [rows.texts[n] for n in keep],
+        [rows.metadatas[n] for n in keep],
+        rows.vectors[keep],
+        {p: d for p, d in rows.parents.items() if d.metadata.get(keys.DOC_ID) in doc_ids},
+    )
+
+
+def _refuse_volatile_docstore(client: ClientAPI) -> None:
+    """A durable vector store beside an in-memory docstore loses every parent on exit."""
+    settings = client.get_settings()
+    if settings.is_persistent or "fastapi" in str(settings.chroma_api_impl).lower():
+        kind = "persistent" if settings.is_persistent else "remote"
+        msg = (
+            f"a {kind} chromadb client needs a persistent docstore, or its vectors outlive "
+            "their parents: pass directory=... (a SQLite docstore in that folder) or "
+            "docstore=sql_docstore(url)"
+        )
+        raise ValueError(msg)
+
+
+def _place(
+    docstore: BaseStore[str, Document], directory: Path | None, client: ClientAPI, name: str
+) -> Placement:
+    """Where the journal and the writer lock live (see :func:`journals.place`)."""
+    placement = journals.place(docstore, directory, index_name=name)
+    if placement is not None:
+        return placement
+    settings = client.get_settings()
+    if settings.is_persistent or "fastapi" in str(settings.chroma_api_impl).lower():
+        msg = (
+            f"with a {type(docstore).__name__} docstore the index has nowhere durable to keep "
+            "its own records and writer lock: pass directory=... (they go into that folder) "
+            "or use docstore=sql_docstore(url)"
+        )
+        raise ValueError(msg)
+    return journals.in_memory()
 
 
 def _filter_keys(where: dict[str, Any]) -> set[str]:

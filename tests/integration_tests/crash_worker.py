@@ -7,8 +7,9 @@ Run as ``python -m tests.integration_tests.crash_worker MODE`` from the reposito
   forked for it (the zygote itself never opens a store, so forking is safe), so a child can be
   killed with ``SIGKILL`` in the middle of an ingest without paying the ~8 s import cost per kill.
   Operations: ``ingest`` (run :func:`run_script`, optionally dying at an injected write or
-  being killed after a delay), ``open`` (open the index, i.e. recover, optionally dying in the
-  recovery) and ``check`` (reopen, verify, query, re-run the ingest, snapshot everything).
+  being killed after a delay), ``open`` (open the index and recover it, optionally dying in the
+  recovery) and ``check`` (reopen, query before recovering, recover, verify, query, re-run the
+  ingest, snapshot everything).
   The zygote exits at the end of its stdin; each child is killed after ``CHILD_TIMEOUT`` s.
 * ``query SPEC EMBEDDINGS QUERIES``: open an index and print the results of the queries
   (ids and scores) as JSON, for the persistence suite's "reopen in a new process".
@@ -207,14 +208,29 @@ def _open(request: dict[str, Any]) -> None:
 
     with instrumented(hook) as counted:
         calls = counted
-        spec.open(embeddings_named(request.get("embeddings", "fake")))
+        spec.open(embeddings_named(request.get("embeddings", "fake"))).recover()
 
 
 def _check(request: dict[str, Any]) -> None:
-    """Reopen (recovering), look at everything, re-run the ingest, look again."""
+    """Reopen, read, recover, look at everything, re-run the ingest, look again."""
     spec = StoreSpec.from_json(request["spec"])
     index = spec.open(embeddings_named(request.get("embeddings", "fake")))
-    out: dict[str, Any] = {"recovered": snapshot(index), "verify": index.verify().problems}
+    out: dict[str, Any] = {"opened": snapshot(index)}
+    out["pending"] = sorted(
+        d for d, m in index.journal.all_manifests().items() if m["status"] != "complete"
+    )
+    out["seen_before_recovery"] = sorted(
+        {
+            str(d.metadata["doc_id"])
+            for query in QUERIES
+            for return_parents in (False, True)
+            for d in index.as_retriever(k=8, return_parents=return_parents).invoke(query)
+        }
+    )
+    out["read"] = snapshot(index)
+    index.recover()
+    out["recovered"] = snapshot(index)
+    out["verify"] = index.verify().problems
     answers = []
     for query in QUERIES:
         children = index.as_retriever(k=4).invoke(query)

@@ -22,6 +22,7 @@ import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_gated_parent.index import GatedParentIndex, sql_docstore
+from langchain_gated_parent.stores.journal import JOURNAL_NAMESPACE_SUFFIX
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -114,14 +115,22 @@ class StoreSpec:
         """Undo :meth:`to_json`."""
         return cls(**json.loads(text))
 
-    def open(self, embeddings: Embeddings) -> GatedParentIndex:
-        """Open (or create) the index these stores hold; recovery runs as on every open."""
+    def open(self, embeddings: Embeddings, **options: Any) -> GatedParentIndex:
+        """Open (or create) the index these stores hold (opening recovers nothing).
+
+        ``options`` go to :class:`GatedParentIndex` (e.g. ``lock_timeout``).
+        """
         client = None
         if self.chroma_port is not None:
             client = http_client(self.chroma_host, self.chroma_port)
         docstore = sql_docstore(self.postgres_url, self.namespace) if self.postgres_url else None
         return GatedParentIndex(
-            embeddings, directory=self.directory, client=client, docstore=docstore, name=self.name
+            embeddings,
+            directory=self.directory,
+            client=client,
+            docstore=docstore,
+            name=self.name,
+            **options,
         )
 
     def drop(self) -> None:
@@ -132,17 +141,18 @@ class StoreSpec:
                 with suppress(Exception):
                     client.delete_collection(f"{self.name}-{suffix}")
         if self.postgres_url:
-            store = sql_docstore(self.postgres_url, self.namespace)
-            store.mdelete(list(store.yield_keys()))
+            for namespace in (self.namespace, self.namespace + JOURNAL_NAMESPACE_SUFFIX):
+                store = sql_docstore(self.postgres_url, namespace)
+                store.mdelete(list(store.yield_keys()))
 
 
 def snapshot(index: GatedParentIndex) -> dict[str, Any]:
     """Every record of the three stores, sorted by id, for exact comparison.
 
     Returns:
-        ``docstore``: key -> (page_content, metadata) for every key (parents, manifests and the
-        config record); ``parents`` / ``children``: ids, metadatas, documents and an
-        ``embeddings`` matrix in id order.
+        ``docstore``: key -> (page_content, metadata) for every parent; ``journal``: key ->
+        record for the config and every manifest; ``parents`` / ``children``: ids, metadatas,
+        documents and an ``embeddings`` matrix in id order.
     """
     docstore_keys = sorted(index.docstore.yield_keys())
     values = index.docstore.mget(docstore_keys)
@@ -165,6 +175,7 @@ def snapshot(index: GatedParentIndex) -> dict[str, Any]:
 
     return {
         "docstore": docstore,
+        "journal": index.journal.records(),
         "parents": collection(index.parents),
         "children": collection(index.children),
     }
@@ -175,6 +186,7 @@ def assert_same_state(actual: dict[str, Any], expected: dict[str, Any]) -> None:
     assert sorted(actual["docstore"]) == sorted(expected["docstore"])
     for key, value in expected["docstore"].items():
         assert actual["docstore"][key] == value, key
+    assert actual["journal"] == expected["journal"]
     for part in ("parents", "children"):
         got, want = actual[part], expected[part]
         assert got["ids"] == want["ids"], part

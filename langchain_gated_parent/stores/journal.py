@@ -1,0 +1,218 @@
+"""The index's own records: its config, one manifest per document, and a version stamp.
+
+They live apart from the parents, in a key-value namespace of their own (in the same database
+as a SQL docstore, so they share its durability), so the user's docstore holds parents only.
+
+* ``config``: the settings the index was built with and the metadata keys its documents have.
+* ``manifest:<doc_id>``: the ids a document owns and whether its last write finished
+  (``pending`` while it is written, ``complete`` after; a crash leaves ``pending``).
+* ``stamp``: ``seq`` (bumped when a write starts changing the stores and when it ends),
+  ``writing`` (true in between) and ``config`` (bumped when the config changes). A reader
+  compares stamps taken before and after a read to know whether a write overlapped it, and
+  re-reads the config only when its counter moved: one key read instead of a full re-read.
+
+Only the holder of the writer lock (:mod:`~langchain_gated_parent.stores.lock`) writes here.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from langchain_core.documents import Document
+    from langchain_core.stores import BaseStore
+
+    from langchain_gated_parent.stores.lock import WriterLock
+
+CONFIG_KEY = "config"
+MANIFEST_PREFIX = "manifest:"
+STAMP_KEY = "stamp"
+JOURNAL_NAMESPACE_SUFFIX = "/gated-parent-journal"
+"""The journal's namespace is the docstore's plus this suffix (e.g. ``parents/gated-...``)."""
+LOCK_FILE = "writer.lock"
+LEGACY_CONFIG_KEY = "gp-config"
+LEGACY_MANIFEST_PREFIX = "gp-manifest:"
+"""Where format 2 kept the config and manifests: in the docstore, beside the parents."""
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """The journal's version stamp (see the module docstring)."""
+
+    seq: int = 0
+    writing: bool = False
+    config: int = 0
+
+    @property
+    def quiet(self) -> bool:
+        """No write was changing the stores when this stamp was read."""
+        return not self.writing
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True).encode()
+
+
+class Journal:
+    """Config, manifests and stamp on a byte store (a namespace of their own)."""
+
+    def __init__(self, store: BaseStore[str, bytes]) -> None:
+        """Keep records in ``store``; the records go through an encoder, the stamp does not.
+
+        Config and manifests are written through an ``EncoderBackedStore`` (JSON), the same
+        write path the docstore uses; the stamp is written to ``store`` directly: it is only
+        a hint for readers and never decides what a document holds.
+        """
+        from langchain_classic.storage import EncoderBackedStore  # noqa: PLC0415
+
+        self._raw = store
+        self._records: BaseStore[str, Any] = EncoderBackedStore(
+            store,
+            key_encoder=lambda key: key,
+            value_serializer=_dumps,
+            value_deserializer=json.loads,
+        )
+
+    # ------------------------------------------------------------------ config
+    def config(self) -> dict[str, Any] | None:
+        """The stored config, ``None`` for an index never written."""
+        found: dict[str, Any] | None = self._records.mget([CONFIG_KEY])[0]
+        return found
+
+    def put_config(self, config: dict[str, Any], stamp: Stamp) -> Stamp:
+        """Store the config and bump the stamp's config counter; returns the new stamp."""
+        self._records.mset([(CONFIG_KEY, config)])
+        return self.put_stamp(Stamp(stamp.seq + 1, stamp.writing, stamp.config + 1))
+
+    # ------------------------------------------------------------------ manifests
+    def manifests(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The manifests of those documents the index holds (complete or not)."""
+        found = self._records.mget([MANIFEST_PREFIX + d for d in doc_ids])
+        return {d: m for d, m in zip(doc_ids, found, strict=True) if m is not None}
+
+    def all_manifests(self) -> dict[str, dict[str, Any]]:
+        """Every manifest, by document id."""
+        return self.manifests(self.doc_ids())
+
+    def doc_ids(self) -> list[str]:
+        """Every document the index holds a manifest for."""
+        return [key[len(MANIFEST_PREFIX) :] for key in self._raw.yield_keys(prefix=MANIFEST_PREFIX)]
+
+    def put_manifests(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Write manifests, ``(doc_id, manifest)`` pairs, in one call."""
+        self._records.mset([(MANIFEST_PREFIX + d, m) for d, m in entries])
+
+    def delete_manifests(self, doc_ids: Sequence[str]) -> None:
+        """Forget documents (their stores were emptied first)."""
+        self._records.mdelete([MANIFEST_PREFIX + d for d in doc_ids])
+
+    # ------------------------------------------------------------------ stamp
+    def stamp(self) -> Stamp:
+        """The current stamp (all zero for an index never written)."""
+        raw = self._raw.mget([STAMP_KEY])[0]
+        return Stamp(**json.loads(raw)) if raw is not None else Stamp()
+
+    def put_stamp(self, stamp: Stamp) -> Stamp:
+        """Store ``stamp``; returns it."""
+        self._raw.mset([(STAMP_KEY, _dumps(asdict(stamp)))])
+        return stamp
+
+    def records(self) -> dict[str, Any]:
+        """Every record but the stamp, by key (for tests and inspection)."""
+        found = [key for key in self._raw.yield_keys() if key != STAMP_KEY]
+        return dict(zip(found, self._records.mget(found), strict=True))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where an index keeps its journal and its writer lock, derived from its stores."""
+
+    journal: Journal
+    lock: WriterLock
+    durable: bool
+    """False when the journal lives in this process's memory only."""
+
+
+def place(
+    docstore: BaseStore[str, Document], directory: Path | None, *, index_name: str
+) -> Placement | None:
+    """Put the journal beside the docstore and the lock where every writer can see it.
+
+    * A SQL docstore (:func:`~langchain_gated_parent.index.sql_docstore`): the journal in its
+      database under the namespace ``<docstore namespace>/gated-parent-journal``; the lock is
+      a PostgreSQL advisory lock in that database, or else a lock file (in the index folder,
+      or beside the SQLite file).
+    * Any other docstore with an index folder: the journal in ``docstore.sqlite`` of the
+      folder, the lock file in the folder.
+    * Neither: ``None`` (the caller keeps the journal in memory, or refuses).
+    """
+    from pathlib import Path  # noqa: PLC0415
+
+    from langchain_gated_parent.stores.lock import (  # noqa: PLC0415
+        FileWriterLock,
+        PostgresWriterLock,
+    )
+
+    sql = _sql_store_of(docstore)
+    if sql is not None:
+        journal = Journal(_sql_namespace(sql.engine, sql.namespace + JOURNAL_NAMESPACE_SUFFIX))
+        lock: WriterLock
+        if sql.engine.dialect.name == "postgresql":
+            lock = PostgresWriterLock(sql.engine, f"{sql.namespace}:{index_name}")
+        elif directory is not None:
+            lock = FileWriterLock(directory / LOCK_FILE)
+        elif sql.engine.url.database:
+            lock = FileWriterLock(Path(f"{sql.engine.url.database}.{LOCK_FILE}"))
+        else:
+            return None
+        return Placement(journal, lock, durable=True)
+    if directory is not None:
+        from langchain_gated_parent.index import DOCSTORE_FILE  # noqa: PLC0415
+
+        engine = _sqlite_engine(directory / DOCSTORE_FILE)
+        journal = Journal(_sql_namespace(engine, "parents" + JOURNAL_NAMESPACE_SUFFIX))
+        return Placement(journal, FileWriterLock(directory / LOCK_FILE), durable=True)
+    return None
+
+
+def in_memory() -> Placement:
+    """A journal and a lock for an index that lives in this process only."""
+    from langchain_core.stores import InMemoryByteStore  # noqa: PLC0415
+
+    from langchain_gated_parent.stores.lock import ProcessWriterLock  # noqa: PLC0415
+
+    return Placement(Journal(InMemoryByteStore()), ProcessWriterLock(), durable=False)
+
+
+def _sql_store_of(docstore: BaseStore[str, Document]) -> Any:
+    """The ``SQLStore`` under a docstore made by ``sql_docstore``, else ``None``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.storage import SQLStore  # noqa: PLC0415
+
+    inner = getattr(docstore, "store", None)
+    if isinstance(inner, SQLStore) and inner.engine is not None:
+        return inner
+    return None
+
+
+def _sql_namespace(engine: Any, namespace: str) -> BaseStore[str, bytes]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.storage import SQLStore  # noqa: PLC0415
+
+    store = SQLStore(namespace=namespace, engine=engine)
+    store.create_schema()
+    return store
+
+
+def _sqlite_engine(path: Path) -> Any:
+    from sqlalchemy import create_engine  # noqa: PLC0415
+
+    return create_engine(f"sqlite:///{path}")
