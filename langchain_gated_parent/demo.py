@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
-from langchain_gated_parent.cli import FORMATS, documents_from_text
+from langchain_gated_parent.loaders import FORMATS, documents_from_text
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document

@@ -13,7 +13,7 @@ from importlib.resources import files
 
 import pytest
 
-from langchain_gated_parent.cli import RESULT_KEYS
+from langchain_gated_parent.cli.output import RESULT_KEYS
 from langchain_gated_parent.demo import CORPUS_FOLDER, DEMO_QUERIES
 
 pytestmark = pytest.mark.slow

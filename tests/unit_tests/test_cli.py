@@ -11,7 +11,10 @@ from importlib.resources import files
 
 import pytest
 
-from langchain_gated_parent import cli, keys
+from langchain_gated_parent import cli, keys, loaders
+from langchain_gated_parent.cli import app, common, output
+from langchain_gated_parent.cli import query as query_command
+from langchain_gated_parent.cli.query import where
 from langchain_gated_parent.demo import DEMO_QUERIES, demo_documents
 
 pytestmark = pytest.mark.disable_socket
@@ -36,7 +39,7 @@ def test_subcommands_table_builds_every_command():
     parser = cli.build_parser()
     commands = parser._subparsers._group_actions[0].choices
     assert set(commands) == {"index", "query", "delete", "stats", "verify", "demo", "serve"}
-    assert len(cli.SUBCOMMANDS) == len(commands)
+    assert len(app.SUBCOMMANDS) == len(commands)
 
 
 def test_query_options_parse():
@@ -50,7 +53,7 @@ def test_query_options_parse():
     assert (args.k, args.alpha, args.parent_top_k, args.child_per_parent) == (3, "auto", 2, 4)
     assert args.filter == [("doc_id", "a"), ("doc_id", "b"), ("lang", "en")]
     assert args.json
-    assert args.run is cli._run_query
+    assert args.run is query_command.run
     assert (
         cli.build_parser().parse_args(["query", "q", "--index", "i", "--alpha", "0.7"]).alpha == 0.7
     )
@@ -63,12 +66,10 @@ def test_query_defaults_leave_the_retriever_defaults():
 
 
 def test_filters_become_a_chroma_where():
-    assert cli._where([]) is None
-    assert cli._where([("doc_id", "a")]) == {"doc_id": "a"}
-    assert cli._where([("doc_id", "a"), ("doc_id", "b")]) == {"doc_id": {"$in": ["a", "b"]}}
-    assert cli._where([("doc_id", "a"), ("lang", "en")]) == {
-        "$and": [{"doc_id": "a"}, {"lang": "en"}]
-    }
+    assert where([]) is None
+    assert where([("doc_id", "a")]) == {"doc_id": "a"}
+    assert where([("doc_id", "a"), ("doc_id", "b")]) == {"doc_id": {"$in": ["a", "b"]}}
+    assert where([("doc_id", "a"), ("lang", "en")]) == {"$and": [{"doc_id": "a"}, {"lang": "en"}]}
 
 
 @pytest.mark.parametrize(
@@ -87,7 +88,7 @@ def test_filters_become_a_chroma_where():
 )
 def test_usage_mistakes_exit_2_with_one_line(capsys, argv, fragment):
     status, out, err = run(capsys, *argv)
-    assert status == cli.EXIT_USAGE
+    assert status == common.EXIT_USAGE
     assert out == ""
     assert_error_line(err, fragment, "--help")
 
@@ -97,7 +98,7 @@ def test_missing_index_is_refused_and_not_created(capsys, tmp_path, command):
     folder = tmp_path / "no-index"
     argv = {"query": ["query", "q"], "stats": ["stats"], "delete": ["delete", "d1"]}
     status, _, err = run(capsys, *argv.get(command, [command]), "--index", folder)
-    assert status == cli.EXIT_FAILURE
+    assert status == common.EXIT_FAILURE
     assert_error_line(err, f"no index in {folder}", "gated-parent index PATH")
     assert not folder.exists()
 
@@ -105,7 +106,7 @@ def test_missing_index_is_refused_and_not_created(capsys, tmp_path, command):
 def test_folder_without_an_index_is_left_alone(capsys, tmp_path):
     (tmp_path / "notes.txt").write_text("not an index")
     status, _, err = run(capsys, "stats", "--index", tmp_path)
-    assert status == cli.EXIT_FAILURE
+    assert status == common.EXIT_FAILURE
     assert_error_line(err, "no index in")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
@@ -136,11 +137,11 @@ def test_bad_files_are_named(capsys, tmp_path, name, content, expected):
 
 def test_missing_path_and_empty_folder(capsys, tmp_path):
     status, _, err = run(capsys, "index", tmp_path / "nope", "--index", tmp_path / "i")
-    assert status == cli.EXIT_USAGE
+    assert status == common.EXIT_USAGE
     assert_error_line(err, "nope does not exist")
     (tmp_path / "empty").mkdir()
     status, _, err = run(capsys, "index", tmp_path / "empty", "--index", tmp_path / "i")
-    assert status == cli.EXIT_USAGE
+    assert status == common.EXIT_USAGE
     assert_error_line(err, "no files to index under")
 
 
@@ -153,7 +154,7 @@ def test_unreadable_file(capsys, tmp_path, monkeypatch):
 
     monkeypatch.setattr(type(path), "read_bytes", deny)
     status, _, err = run(capsys, "index", path, "--index", tmp_path / "i")
-    assert status == cli.EXIT_FAILURE
+    assert status == common.EXIT_FAILURE
     assert_error_line(err, f"cannot read {path}: Permission denied")
 
 
@@ -162,7 +163,7 @@ def test_two_files_with_one_id_are_refused(capsys, tmp_path):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "readme.md").write_text("# R\n\ntext")
     status, _, err = run(capsys, "index", tmp_path / "a", tmp_path / "b", "--index", tmp_path / "i")
-    assert status == cli.EXIT_FAILURE
+    assert status == common.EXIT_FAILURE
     assert_error_line(err, "both give document id 'readme.md'")
 
 
@@ -185,7 +186,7 @@ def test_folder_walk_ids_formats_and_hidden_files(tmp_path):
     ]
     (tmp_path / "many.jsonl").write_text("\n".join(lines))
 
-    documents = cli.load_documents([tmp_path])
+    documents = loaders.load_documents([tmp_path])
     by_id = {d.metadata[keys.DOC_ID]: d for d in documents}
     assert list(by_id) == ["L-1", "many.jsonl:3", "page.HTML", "plain.txt", "P-1", "sub/note.md"]
     assert {k: d.metadata[keys.FORMAT] for k, d in by_id.items()} == {
@@ -201,25 +202,25 @@ def test_folder_walk_ids_formats_and_hidden_files(tmp_path):
     assert note.metadata[keys.TITLE] == "A note: with colon"
     assert note.metadata["lang"] == "en"
     assert note.metadata[keys.SOURCE] == str(tmp_path / "sub" / "note.md")
-    single = cli.load_documents([tmp_path / "sub" / "note.md"])
+    single = loaders.load_documents([tmp_path / "sub" / "note.md"])
     assert single[0].metadata[keys.DOC_ID] == "note.md"
 
 
 def test_front_matter():
     text = "---\ndoc_id: 1909.02027\ntitle: CoVoST: A Corpus\ntags:\n  - nlp\n---\n# Abstract\n"
-    fields, body = cli.split_front_matter(text)
+    fields, body = loaders.split_front_matter(text)
     assert fields == {"doc_id": "1909.02027", "title": "CoVoST: A Corpus"}
     assert body == "# Abstract\n"
-    assert cli.split_front_matter("# T\n---\nx") == ({}, "# T\n---\nx")
-    assert cli.split_front_matter("---\nunclosed: yes\n# T") == ({}, "---\nunclosed: yes\n# T")
+    assert loaders.split_front_matter("# T\n---\nx") == ({}, "# T\n---\nx")
+    assert loaders.split_front_matter("---\nunclosed: yes\n# T") == ({}, "---\nunclosed: yes\n# T")
 
 
 def test_result_record_is_the_contract():
     from langchain_core.documents import Document
 
-    meta = {key: i for i, key in enumerate(cli.RESULT_KEYS)} | {"extra": "dropped"}
-    record = cli.result_record(Document(page_content="text", metadata=meta))
-    assert list(record) == [*cli.RESULT_KEYS, "text"]
+    meta = {key: i for i, key in enumerate(output.RESULT_KEYS)} | {"extra": "dropped"}
+    record = output.result_record(Document(page_content="text", metadata=meta))
+    assert list(record) == [*output.RESULT_KEYS, "text"]
     assert set(record) == {
         "chunk_id", "parent_id", "doc_id", "score", "parent_score", "child_score", "gate_rank",
         "section_path", "start_index", "end_index", "text",

@@ -1,0 +1,65 @@
+"""Option types shared by the commands: each refuses a bad value with one line naming it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+MAX_PORT = 65535
+
+
+def positive_int(value: str) -> int:
+    """An integer >= 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        msg = f"expected an integer >= 1, got {value!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return number
+
+
+def alpha(value: str) -> float | str:
+    """A number or ``auto``; the range is the library's to check (one message, one place)."""
+    if value == "auto":
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        msg = f"expected a number in [0, 1] or 'auto', got {value!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+
+
+def filter_pair(value: str) -> tuple[str, str]:
+    """``KEY=VALUE`` for ``--filter``."""
+    key, sep, wanted = value.partition("=")
+    if not sep or not key.strip():
+        msg = f"expected KEY=VALUE (e.g. doc_id=P-GAPDH-01), got {value!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return key.strip(), wanted
+
+
+def port(value: str) -> int:
+    """A TCP port number."""
+    number = positive_int(value)
+    if number > MAX_PORT:
+        msg = f"expected a port in 1..{MAX_PORT}, got {value!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return number
+
+
+def add_index_option(parser: argparse.ArgumentParser, default: Path | None = None) -> None:
+    """``--index DIR``: required, or with a default folder."""
+    if default is None:
+        parser.add_argument(
+            "--index", type=Path, required=True, metavar="DIR", help="the index folder"
+        )
+    else:
+        parser.add_argument(
+            "--index",
+            type=Path,
+            default=default,
+            metavar="DIR",
+            help=f"the index folder (default: ./{default})",
+        )

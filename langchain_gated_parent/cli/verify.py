@@ -1,0 +1,41 @@
+"""``gated-parent verify --index DIR``: check that the index's stores agree."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from langchain_gated_parent.cli.common import CliError, echo, open_index
+from langchain_gated_parent.cli.options import add_index_option
+
+if TYPE_CHECKING:
+    import argparse
+
+    from langchain_gated_parent.cli.common import Subparsers
+
+
+def run(args: argparse.Namespace) -> int:
+    """List every disagreement and exit 1, or say the stores agree."""
+    report = open_index(args.index).verify()
+    counts = f"{report.documents} documents, {report.parents} parents, {report.children} children"
+    if report.ok:
+        echo(f"ok: {counts}; the docstore, parent vectors and child vectors agree")
+        return 0
+    for problem in report.problems:
+        echo(problem)
+    msg = (
+        f"{len(report.problems)} problem(s) in {args.index} ({counts}); re-index the documents "
+        "named above, or rebuild the index"
+    )
+    raise CliError(msg)
+
+
+def add(commands: Subparsers) -> None:
+    """Add the ``verify`` subcommand."""
+    parser = commands.add_parser(
+        "verify",
+        help="check that the index's stores agree",
+        description="Check that the docstore, the parent vectors and the child vectors agree; "
+        "exit 1 and list the problems when they do not.",
+    )
+    add_index_option(parser)
+    parser.set_defaults(run=run)
