@@ -8,6 +8,8 @@ Subcommands (``gated-parent COMMAND --help`` for each), one module each:
 * ``query "TEXT" --index DIR``: the ranked children with their fused scores, as a table or
   (``--json``) a JSON list.
 * ``delete DOC_ID... --index DIR``, ``stats --index DIR``, ``verify --index DIR``.
+* ``recover --index DIR``: roll back what a writer that died left unfinished (every write
+  also does this first), and upgrade an index written by an older version.
 * ``demo``: index the bundled demo corpus and run a few example questions.
 * ``serve --index DIR``: serve the retriever over HTTP with LangServe (``[serve]`` extra).
 

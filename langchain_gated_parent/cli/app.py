@@ -6,7 +6,16 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from langchain_gated_parent.cli import delete, demo, index, query, serve, stats, verify
+from langchain_gated_parent.cli import (
+    delete,
+    demo,
+    index,
+    query,
+    recover,
+    serve,
+    stats,
+    verify,
+)
 from langchain_gated_parent.cli.common import PROG, CliError, Parser, echo
 
 if TYPE_CHECKING:
@@ -21,6 +30,7 @@ SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     delete.add,
     stats.add,
     verify.add,
+    recover.add,
     demo.add,
     serve.add,
 )

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, NoReturn
 
 from langchain_gated_parent.index import GatedParentIndex
+from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, WriterLockTimeoutError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -20,6 +21,8 @@ EXIT_FAILURE = 1
 """Exit status when the work fails: a missing index, a bad file, stores that disagree."""
 EXIT_USAGE = 2
 """Exit status for a usage mistake or an option value the library refuses (argparse's code)."""
+WRITE_REFUSALS = (ValueError, WriterLockTimeoutError)
+"""What a write reports as one line: bad input, or another writer holding the index too long."""
 
 
 class CliError(Exception):
@@ -54,14 +57,17 @@ def refused(status: int, *errors: type[Exception]) -> Iterator[None]:
         raise CliError(str(error), status) from error
 
 
-def open_index(directory: Path, *, create: bool = False) -> GatedParentIndex:
+def open_index(
+    directory: Path, *, create: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> GatedParentIndex:
     """Open the index in ``directory``; unless ``create``, refuse a folder that has none.
 
     Opening a folder creates an empty index in it, so the read-only commands check first: a
-    mistyped ``--index`` must fail, not leave a new empty index behind.
+    mistyped ``--index`` must fail, not leave a new empty index behind. ``lock_timeout`` is how
+    long a write waits for another process's write to end.
     """
     if not create and not GatedParentIndex.exists(directory):
         msg = f"no index in {directory}; build one with '{PROG} index PATH... --index {directory}'"
         raise CliError(msg)
     with refused(EXIT_FAILURE, ValueError):
-        return GatedParentIndex(directory=directory)
+        return GatedParentIndex(directory=directory, lock_timeout=lock_timeout)

@@ -13,7 +13,11 @@ from langchain_gated_parent.cli.common import (
     refused,
 )
 from langchain_gated_parent.cli.ingest import DEFAULT_BATCH_SIZE, ingest
-from langchain_gated_parent.cli.options import add_index_option, positive_int
+from langchain_gated_parent.cli.options import (
+    add_index_option,
+    add_lock_timeout_option,
+    positive_int,
+)
 from langchain_gated_parent.loaders import LoadError, PathError, load_documents
 
 if TYPE_CHECKING:
@@ -26,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     """Read every file first (a bad one fails the command by name), then add them in batches."""
     with refused(EXIT_FAILURE, LoadError), refused(EXIT_USAGE, PathError):
         documents = load_documents(args.paths)
-    index = open_index(args.index, create=True)
+    index = open_index(args.index, create=True, lock_timeout=args.lock_timeout)
     echo(ingest(index, documents, args.batch_size).summary())
     return 0
 
@@ -49,4 +53,5 @@ def add(commands: Subparsers) -> None:
         metavar="N",
         help=f"documents per write (default {DEFAULT_BATCH_SIZE})",
     )
+    add_lock_timeout_option(parser)
     parser.set_defaults(run=run)

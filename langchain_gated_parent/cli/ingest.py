@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from langchain_gated_parent.cli.common import EXIT_FAILURE, refused
+from langchain_gated_parent.cli.common import EXIT_FAILURE, WRITE_REFUSALS, refused
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -52,7 +52,7 @@ def ingest(index: GatedParentIndex, documents: Sequence[Document], batch_size: i
     ) as bar:
         for start in range(0, len(documents), batch_size):
             batch = documents[start : start + batch_size]
-            with refused(EXIT_FAILURE, ValueError):
+            with refused(EXIT_FAILURE, *WRITE_REFUSALS):
                 report = index.add_documents(batch)
             totals.documents += report.documents
             totals.unchanged += report.unchanged

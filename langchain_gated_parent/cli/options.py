@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT
+
 MAX_PORT = 65535
 
 
@@ -47,6 +49,30 @@ def port(value: str) -> int:
         msg = f"expected a port in 1..{MAX_PORT}, got {value!r}"
         raise argparse.ArgumentTypeError(msg)
     return number
+
+
+def seconds(value: str) -> float:
+    """A duration in seconds, >= 0."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0:
+        msg = f"expected a number of seconds >= 0, got {value!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return number
+
+
+def add_lock_timeout_option(parser: argparse.ArgumentParser) -> None:
+    """``--lock-timeout SECONDS``: how long a write waits for another writer of the index."""
+    parser.add_argument(
+        "--lock-timeout",
+        type=seconds,
+        default=DEFAULT_LOCK_TIMEOUT,
+        metavar="SECONDS",
+        help="wait this long for another process writing the index, then fail naming it "
+        f"(default {DEFAULT_LOCK_TIMEOUT:g})",
+    )
 
 
 def add_index_option(parser: argparse.ArgumentParser, default: Path | None = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from langchain_gated_parent.cli.common import echo, open_index
+from langchain_gated_parent.cli.common import EXIT_FAILURE, echo, open_index, refused
 from langchain_gated_parent.cli.options import add_index_option
 
 if TYPE_CHECKING:
@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 def run(args: argparse.Namespace) -> int:
     """Print the stats as aligned lines, or as JSON."""
-    stats = open_index(args.index).stats()
+    index = open_index(args.index)
+    with refused(EXIT_FAILURE, ValueError):  # an index of an older format names the upgrade
+        stats = index.stats()
     if args.json:
         echo(json.dumps(stats, indent=2))
         return 0

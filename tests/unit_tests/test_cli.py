@@ -38,7 +38,16 @@ def assert_error_line(err, *fragments):
 def test_subcommands_table_builds_every_command():
     parser = cli.build_parser()
     commands = parser._subparsers._group_actions[0].choices
-    assert set(commands) == {"index", "query", "delete", "stats", "verify", "demo", "serve"}
+    assert set(commands) == {
+        "index",
+        "query",
+        "delete",
+        "stats",
+        "verify",
+        "recover",
+        "demo",
+        "serve",
+    }
     assert len(app.SUBCOMMANDS) == len(commands)
 
 
