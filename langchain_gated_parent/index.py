@@ -43,7 +43,7 @@ from langchain_gated_parent.splitters import (
     split_document,
 )
 from langchain_gated_parent.stores import journal as journals
-from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale
+from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -72,6 +72,7 @@ DEFAULT_PARENT_REPRESENTATION: ParentRepresentation = "centroid"
 
 CHROMA_FOLDER = "chroma"
 DOCSTORE_FILE = "docstore.sqlite"
+OPEN_LOCK_FILE = "open.lock"
 FORMAT_VERSION = 3
 """3: config and manifests in a journal of their own, not in the docstore (2 and 1 kept them
 there; such an index is migrated by its next write or ``recover``). 2: children are stored
@@ -318,11 +319,35 @@ class GatedParentIndex:
                 f"got {parent_representation!r}"
             )
             raise ValueError(msg)
+        self.directory = Path(directory) if directory is not None else None
+        self.embeddings = embeddings if embeddings is not None else _default_embeddings()
+        self.name = name
+        self.lock_timeout = lock_timeout
+        self.parent_splitter = parent_splitter or SectionSplitter()
+        self.child_splitter = child_splitter or ParagraphSplitter()
+        self._write_lock = threading.RLock()
+        self._write_depth = 0
+        self._explicit = {
+            "parent_splitter": parent_splitter is not None,
+            "child_splitter": child_splitter is not None,
+            "parent_representation": parent_representation is not None,
+        }
+        if self.directory is None:
+            self._open_stores(client, docstore, parent_representation)
+        else:
+            _prepare_directory(self.directory)
+            with opening(self.directory / OPEN_LOCK_FILE, lock_timeout):
+                self._open_stores(client, docstore, parent_representation)
+
+    def _open_stores(
+        self,
+        client: ClientAPI | None,
+        docstore: BaseStore[str, Document] | None,
+        parent_representation: str | None,
+    ) -> None:
+        """Connect the vector client, the docstore and the journal; read the config."""
         import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
 
-        self.directory = Path(directory) if directory is not None else None
-        if self.directory is not None:
-            _prepare_directory(self.directory)
         if client is None:
             client = (
                 chromadb.PersistentClient(path=str(self.directory / CHROMA_FOLDER))
@@ -337,34 +362,23 @@ class GatedParentIndex:
                 from langchain_core.stores import InMemoryStore  # noqa: PLC0415
 
                 docstore = InMemoryStore()
-        self.embeddings = embeddings if embeddings is not None else _default_embeddings()
         self.client = client
         self.docstore = docstore
-        self.name = name
-        self.lock_timeout = lock_timeout
-        placement = _place(docstore, self.directory, client, name)
+        placement = _place(docstore, self.directory, client, self.name)
         self.journal: Journal = placement.journal
         self.writer_lock = placement.lock
-        self.parent_splitter = parent_splitter or SectionSplitter()
-        self.child_splitter = child_splitter or ParagraphSplitter()
-        self._write_lock = threading.RLock()
-        self._write_depth = 0
-        self._explicit = {
-            "parent_splitter": parent_splitter is not None,
-            "child_splitter": child_splitter is not None,
-            "parent_representation": parent_representation is not None,
-        }
         self._stamp = self.journal.stamp()
         self._config_version = self._stamp.config
+        self._vectors_seen = self._stamp.vectors
         self._legacy = False
         self.config = self._load_or_create_config(parent_representation)
         self.parent_representation: ParentRepresentation = self.config["parent_representation"]
         space: CreateCollectionConfiguration = {"hnsw": {"space": "cosine"}}
         self.parents: Collection = client.get_or_create_collection(
-            f"{name}-parents", configuration=space, embedding_function=None
+            f"{self.name}-parents", configuration=space, embedding_function=None
         )
         self.children: Collection = client.get_or_create_collection(
-            f"{name}-children", configuration=space, embedding_function=None
+            f"{self.name}-children", configuration=space, embedding_function=None
         )
 
     @staticmethod
@@ -733,7 +747,7 @@ class GatedParentIndex:
         )
         yield
         self._stamp = self.journal.put_stamp(
-            replace(self._stamp, seq=self._stamp.seq + 1, writing=False)
+            replace(self._stamp, seq=self._stamp.seq + 1, writing=False, vectors=True)
         )
 
     def _put_config(self) -> None:
@@ -765,6 +779,7 @@ class GatedParentIndex:
         config = self._legacy_config() or self.config
         self.config = {**config, "format_version": FORMAT_VERSION}
         self._put_config()
+        self._stamp = self.journal.put_stamp(replace(self._stamp, vectors=True))
         self.docstore.mdelete([*legacy_keys, journals.LEGACY_CONFIG_KEY])
         self._legacy = False
         logger.warning(
@@ -783,7 +798,7 @@ class GatedParentIndex:
     def _refuse_foreign_ids(self, splits: Sequence[Any]) -> None:
         """Ids never collide across documents: refuse ids owned by another document."""
         owner = {d.metadata[keys.PARENT_ID]: s.doc_id for s in splits for d in s.parents}
-        if not owner:
+        if not owner or not self._has_vectors():
             return
         found = self.parents.get(ids=list(owner), include=["metadatas"])
         for pid, meta in zip(found["ids"], found["metadatas"] or [], strict=True):
@@ -809,7 +824,7 @@ class GatedParentIndex:
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
     ) -> ParentHits:
         """The gate's search: the ``n`` parents most similar to the query vector."""
-        if n < 1:
+        if n < 1 or not self._has_vectors():
             return ParentHits([], [], [])
         from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
 
@@ -894,6 +909,12 @@ class GatedParentIndex:
             [result["ids"][row] for row in keep], texts, metadatas, vectors[keep], parents
         )
 
+    def _has_vectors(self) -> bool:
+        """Whether a write has stored vectors (until then, readers leave Chroma alone)."""
+        if not self._vectors_seen:
+            self._vectors_seen = self.journal.stamp().vectors
+        return self._vectors_seen
+
     def get_parents(self, parent_ids: Sequence[str]) -> list[Document | None]:
         """Parents from the docstore, ``None`` for an id it does not hold."""
         return self.docstore.mget(list(parent_ids))
@@ -933,8 +954,10 @@ class GatedParentIndex:
         problems: list[str] = []
         manifests = self.journal.all_manifests()
         stored_parents = set(self.docstore.yield_keys())
-        parent_vectors = set(self.parents.get(include=[])["ids"])
-        child_meta = self.children.get(include=["metadatas"])
+        empty: dict[str, Any] = {"ids": [], "metadatas": []}
+        vectors = self._has_vectors()
+        parent_vectors = set((self.parents.get(include=[]) if vectors else empty)["ids"])
+        child_meta = self.children.get(include=["metadatas"]) if vectors else empty
         child_parent = {
             cid: (m or {}).get(keys.PARENT_ID)
             for cid, m in zip(child_meta["ids"], child_meta["metadatas"] or [], strict=True)
@@ -967,8 +990,8 @@ class GatedParentIndex:
         self._refuse_legacy()
         return {
             "documents": len(self.journal.doc_ids()),
-            "parents": self.parents.count(),
-            "children": self.children.count(),
+            "parents": self.parents.count() if self._has_vectors() else 0,
+            "children": self.children.count() if self._has_vectors() else 0,
             "bytes_on_disk": self.disk_bytes(),
             "embedding_model": self.config["embedding_model"],
             "dimension": self.config["dimension"],

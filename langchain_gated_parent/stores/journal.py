@@ -7,7 +7,8 @@ as a SQL docstore, so they share its durability), so the user's docstore holds p
 * ``manifest:<doc_id>``: the ids a document owns and whether its last write finished
   (``pending`` while it is written, ``complete`` after; a crash leaves ``pending``).
 * ``stamp``: ``seq`` (bumped when a write starts changing the stores and when it ends),
-  ``writing`` (true in between) and ``config`` (bumped when the config changes). A reader
+  ``writing`` (true in between), ``config`` (bumped when the config changes) and ``vectors``
+  (true once a write has put vectors in the collections). A reader
   compares stamps taken before and after a read to know whether a write overlapped it, and
   re-reads the config only when its counter moved: one key read instead of a full re-read.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -48,6 +49,13 @@ class Stamp:
     seq: int = 0
     writing: bool = False
     config: int = 0
+    vectors: bool = False
+    """Whether any write has stored vectors yet.
+
+    A process whose first read of a local Chroma collection finds it without any data on disk
+    keeps failing that collection's reads ("Nothing found on disk") after another process
+    writes to it; readers leave the collections alone until this is true.
+    """
 
     @property
     def quiet(self) -> bool:
@@ -88,7 +96,7 @@ class Journal:
     def put_config(self, config: dict[str, Any], stamp: Stamp) -> Stamp:
         """Store the config and bump the stamp's config counter; returns the new stamp."""
         self._records.mset([(CONFIG_KEY, config)])
-        return self.put_stamp(Stamp(stamp.seq + 1, stamp.writing, stamp.config + 1))
+        return self.put_stamp(replace(stamp, seq=stamp.seq + 1, config=stamp.config + 1))
 
     # ------------------------------------------------------------------ manifests
     def manifests(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:

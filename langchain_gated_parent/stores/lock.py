@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from typing import IO, TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
     from sqlalchemy.engine import Connection, Engine
@@ -102,8 +103,19 @@ def _timeout_error(where: str, timeout: float, holder: Holder | None) -> WriterL
     return WriterLockTimeoutError(msg)
 
 
-def _wait(deadline: float, pause: float) -> float:
-    """Sleep before the next attempt; returns the next pause (doubling, at most 1 s)."""
+def _wait(deadline: float, pause: float, where: str, holder: Callable[[], Holder | None]) -> float:
+    """Sleep before the next attempt; returns the next pause (doubling, at most 1 s).
+
+    The first wait is logged with the holder's name, so a writer that seems stuck says why.
+    """
+    if pause == POLL_SECONDS:
+        found = holder()
+        logger.info(
+            "waiting up to %.0f s for the writer lock %s, held by %s",
+            deadline - time.monotonic(),
+            where,
+            found.describe() if found is not None else "another writer",
+        )
     time.sleep(max(min(pause, deadline - time.monotonic()), 0.0))
     return min(pause * 2, 1.0)
 
@@ -131,7 +143,7 @@ class FileWriterLock:
                     holder = self._holder(handle)
                     handle.close()
                     raise _timeout_error(self.where, timeout, holder) from None
-                pause = _wait(deadline, pause)
+                pause = _wait(deadline, pause, self.where, lambda: self._holder(handle))
         # A holder still named in the file died holding the lock: release() clears it.
         previous = self._holder(handle)
         handle.seek(0)
@@ -159,6 +171,32 @@ class FileWriterLock:
             return Holder(**json.loads(handle.readline()))
         except (ValueError, TypeError):
             return None
+
+
+@contextlib.contextmanager
+def opening(path: Path, timeout: float) -> Iterator[None]:
+    """Hold a short exclusive lock on ``path`` while an index folder's stores are opened.
+
+    Two processes creating the same new folder index at once would both run Chroma's and the
+    docstore's schema creation, and one fails ("table ... already exists"); opening an existing
+    index takes a moment. This lock (not the writer lock, which a long write holds) makes
+    those moments take turns.
+    """
+    with path.open("a+", encoding="utf-8") as handle:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    msg = f"gave up after waiting {timeout:g} s to open the index ({path} is held)"
+                    raise WriterLockTimeoutError(msg) from None
+                time.sleep(POLL_SECONDS)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class PostgresWriterLock:
@@ -200,7 +238,7 @@ class PostgresWriterLock:
         while not connection.execute(try_lock, args).scalar_one():
             if time.monotonic() >= deadline:
                 raise _timeout_error(self.where, timeout, self._holder(connection))
-            pause = _wait(deadline, pause)
+            pause = _wait(deadline, pause, self.where, lambda: self._holder(connection))
         me = Holder.me()
         name = f"{self.APPLICATION} {me.pid}@{me.host}"[:63]
         connection.execute(text("SELECT set_config('application_name', :n, false)"), {"n": name})
