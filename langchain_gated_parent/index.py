@@ -61,8 +61,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-READ_ATTEMPTS = 3
-"""Attempts of a Chroma read that races a delete on a Chroma server (see ``_read_racing``)."""
+READ_ATTEMPTS = 7
+"""Attempts of a Chroma read that races a delete (see ``_read_racing``): about 1.3 s in all."""
 QUIET_READ_ATTEMPTS = 4
 """Reads of a gate's children that a write overlapped before only finished documents are kept."""
 
@@ -348,6 +348,7 @@ class GatedParentIndex:
         """Connect the vector client, the docstore and the journal; read the config."""
         import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
 
+        client_given = client is not None
         if client is None:
             client = (
                 chromadb.PersistentClient(path=str(self.directory / CHROMA_FOLDER))
@@ -362,6 +363,7 @@ class GatedParentIndex:
                 from langchain_core.stores import InMemoryStore  # noqa: PLC0415
 
                 docstore = InMemoryStore()
+        self._owns_client = self.directory is not None and not client_given
         self.client = client
         self.docstore = docstore
         placement = _place(docstore, self.directory, client, self.name)
@@ -369,15 +371,19 @@ class GatedParentIndex:
         self.writer_lock = placement.lock
         self._stamp = self.journal.stamp()
         self._config_version = self._stamp.config
+        self._synced_seq = self._stamp.seq
         self._vectors_seen = self._stamp.vectors
         self._legacy = False
         self.config = self._load_or_create_config(parent_representation)
         self.parent_representation: ParentRepresentation = self.config["parent_representation"]
+        self._open_collections()
+
+    def _open_collections(self) -> None:
         space: CreateCollectionConfiguration = {"hnsw": {"space": "cosine"}}
-        self.parents: Collection = client.get_or_create_collection(
+        self.parents: Collection = self.client.get_or_create_collection(
             f"{self.name}-parents", configuration=space, embedding_function=None
         )
-        self.children: Collection = client.get_or_create_collection(
+        self.children: Collection = self.client.get_or_create_collection(
             f"{self.name}-children", configuration=space, embedding_function=None
         )
 
@@ -437,13 +443,47 @@ class GatedParentIndex:
         return legacy
 
     def refresh(self) -> None:
-        """Pick up settings and metadata keys another process committed (a cheap stamp read)."""
+        """Pick up what another process committed: settings, metadata keys, vectors.
+
+        One key read (the journal's stamp) when nothing changed. The config is re-read when
+        its counter moved. A local Chroma folder opened by this index is reopened when another
+        process wrote since: Chroma (1.5) keeps a process's view of a local collection's
+        vector index, so without this a long-lived reader would not find records another
+        process added, and a filter matching them fails ("Error finding id").
+        """
         stamp = self.journal.stamp()
         if stamp.config != self._config_version:
             self.config = self._load_or_create_config(None)
             self.parent_representation = self.config["parent_representation"]
             self._config_version = stamp.config
-        self._stamp = stamp
+        # Not while this process writes (its view is current, and a second view of the folder
+        # must never write): the writing thread holds the lock, another thread skips.
+        if (
+            stamp.seq != self._synced_seq
+            and self._owns_client
+            and self._write_lock.acquire(blocking=False)
+        ):
+            try:
+                self._reopen_local_vectors()
+                self._synced_seq = stamp.seq
+            finally:
+                self._write_lock.release()
+
+    def _reopen_local_vectors(self) -> None:
+        """A fresh client on the index folder's Chroma (a new view of its vector index).
+
+        chromadb shares one client system per folder within a process; dropping it from that
+        cache (a private registry of chromadb 1.x) makes the next client load the folder anew.
+        Objects still using the old system keep working until they are released.
+        """
+        import chromadb  # noqa: PLC0415
+        from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
+
+        assert self.directory is not None  # noqa: S101 (only an index that opened its folder)
+        path = str(self.directory / CHROMA_FOLDER)
+        SharedSystemClient._identifier_to_system.pop(path, None)  # noqa: SLF001
+        self.client = chromadb.PersistentClient(path=path)
+        self._open_collections()
 
     def _refuse_legacy(self) -> None:
         if self._legacy:
@@ -725,13 +765,14 @@ class GatedParentIndex:
             self._write_depth = 1
             try:
                 self.refresh()
+                self._stamp = self.journal.stamp()
                 if self._legacy:
                     self._migrate_legacy()
                 if self.journal.config() is None:
                     self._put_config()
                 recovered = self._rollback_unfinished()
                 if self._stamp.writing:  # a writer died between its last change and its stamp
-                    self._stamp = self.journal.put_stamp(replace(self._stamp, writing=False))
+                    self._advance(replace(self._stamp, writing=False))
                 yield recovered
             finally:
                 # After an exception inside a change the stamp stays "writing": readers keep
@@ -742,17 +783,19 @@ class GatedParentIndex:
     @contextmanager
     def _changing(self) -> Iterator[None]:
         """Mark the stamp as writing while the stores change (readers then check documents)."""
-        self._stamp = self.journal.put_stamp(
-            replace(self._stamp, seq=self._stamp.seq + 1, writing=True)
-        )
+        self._advance(replace(self._stamp, seq=self._stamp.seq + 1, writing=True))
         yield
-        self._stamp = self.journal.put_stamp(
-            replace(self._stamp, seq=self._stamp.seq + 1, writing=False, vectors=True)
-        )
+        self._advance(replace(self._stamp, seq=self._stamp.seq + 1, writing=False, vectors=True))
 
     def _put_config(self) -> None:
         self._stamp = self.journal.put_config(self.config, self._stamp)
         self._config_version = self._stamp.config
+        self._synced_seq = self._stamp.seq
+
+    def _advance(self, stamp: journals.Stamp) -> None:
+        """Store this writer's new stamp; its own changes need no re-sync of its vector view."""
+        self._stamp = self.journal.put_stamp(stamp)
+        self._synced_seq = self._stamp.seq
 
     def _rollback_unfinished(self) -> list[str]:
         pending = [d for d, m in self.journal.all_manifests().items() if m["status"] != "complete"]
@@ -779,7 +822,7 @@ class GatedParentIndex:
         config = self._legacy_config() or self.config
         self.config = {**config, "format_version": FORMAT_VERSION}
         self._put_config()
-        self._stamp = self.journal.put_stamp(replace(self._stamp, vectors=True))
+        self._advance(replace(self._stamp, vectors=True))
         self.docstore.mdelete([*legacy_keys, journals.LEGACY_CONFIG_KEY])
         self._legacy = False
         logger.warning(
@@ -1041,24 +1084,36 @@ def _prepare_directory(directory: Path) -> None:
         raise ValueError(msg) from error
 
 
-def _read_racing(read: Callable[[], _T]) -> _T:
-    """Run a Chroma read, retrying the transient error a server gives when it races a delete.
+class ConcurrentWriteError(RuntimeError):
+    """A read kept colliding with another process's writes; retrying the query later works."""
 
-    A Chroma server (1.5) can fail a filtered read with ``InternalError: ... Error finding id``
-    when a record it matched is deleted before it is fetched (seen with 8 query threads beside
-    a deleting writer); the next attempt sees the delete done. Other errors are raised at once.
+
+def _read_racing(read: Callable[[], _T]) -> _T:
+    """Run a Chroma read, retrying the transient error Chroma gives when it races a delete.
+
+    Chroma (1.5) can fail a read with ``InternalError: ... Error finding id`` when a record
+    its vector index matched is deleted before it is fetched: on a server beside a deleting
+    writer, and in a local folder when another process deleted records this process's copy of
+    the vector index still holds. A later attempt sees the delete; the pauses double from
+    10 ms. If every attempt fails the read is refused with :class:`ConcurrentWriteError`.
+    Other errors are raised at once.
     """
     from chromadb.errors import InternalError  # noqa: PLC0415 (chromadb loads with the index)
 
-    for attempt in range(1, READ_ATTEMPTS):
+    for attempt in range(READ_ATTEMPTS):
         try:
             return read()
         except InternalError as error:  # noqa: PERF203 (a bounded retry loop)
             if "Error finding id" not in str(error):
                 raise
-            logger.debug("a read raced a delete (attempt %d), retrying: %s", attempt, error)
-            time.sleep(0.01 * attempt)
-    return read()
+            logger.debug("a read raced a delete (attempt %d), retrying: %s", attempt + 1, error)
+            last = error
+            time.sleep(0.01 * 2**attempt)
+    msg = (
+        f"the index kept changing under this read ({READ_ATTEMPTS} attempts: Chroma reported "
+        "a record deleted by another process's write); retry the query"
+    )
+    raise ConcurrentWriteError(msg) from last
 
 
 def _refuse_non_documents(documents: object) -> None:

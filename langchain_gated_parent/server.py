@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator
 
-from langchain_gated_parent.index import GatedParentIndex
+from langchain_gated_parent.index import ConcurrentWriteError, GatedParentIndex
 from langchain_gated_parent.retriever import GatedParentRetriever
 
 try:
@@ -91,6 +91,14 @@ def _refused(_request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(status_code=422, content={"detail": str(error)})
 
 
+def _busy(_request: Request, error: Exception) -> JSONResponse:
+    """A read that kept colliding with another process's writes: 503, retry shortly."""
+    logger.warning("a query collided with writes: %s", error)
+    return JSONResponse(
+        status_code=503, content={"detail": str(error)}, headers={"Retry-After": "1"}
+    )
+
+
 Source = GatedParentRetriever | GatedParentIndex | str | os.PathLike[str]
 """What to serve: a retriever (its fields are the defaults), an index, or an index's folder."""
 
@@ -125,6 +133,7 @@ def create_app(source: Source) -> FastAPI:
         description="Section parents gate paragraph children; results carry fused scores.",
     )
     app.add_exception_handler(ValueError, _refused)
+    app.add_exception_handler(ConcurrentWriteError, _busy)
     app.add_exception_handler(TypeError, _refused)
 
     def check_filter(config: dict[str, Any], _request: Request) -> dict[str, Any]:

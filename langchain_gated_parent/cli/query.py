@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from langchain_gated_parent.cli.common import EXIT_USAGE, echo, open_index, refused
+from langchain_gated_parent.cli.common import EXIT_FAILURE, EXIT_USAGE, echo, open_index, refused
 from langchain_gated_parent.cli.options import add_index_option, alpha, filter_pair, positive_int
 from langchain_gated_parent.cli.output import result_record, table
+from langchain_gated_parent.index import ConcurrentWriteError
 
 if TYPE_CHECKING:
     import argparse
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     found = where(args.filter)
     if found is not None:
         options["filter"] = found
-    with refused(EXIT_USAGE, ValueError, TypeError):
+    with refused(EXIT_USAGE, ValueError, TypeError), refused(EXIT_FAILURE, ConcurrentWriteError):
         documents = index.as_retriever().invoke(args.text, **options)
     if args.json:
         echo(json.dumps([result_record(d) for d in documents], indent=2, ensure_ascii=False))
