@@ -89,6 +89,7 @@ class Tally:
             f"\n{what}: {self.runs} runs, {self.processes} processes, {self.opens} index opens, "
             f"{self.queries} queries, {self.http_queries} HTTP queries, "
             f"{self.documents_lost} documents lost, {len(self.errors)} clear reader errors"
+            + "".join(f"\n  {error}" for error in sorted(set(self.errors)))
         )
 
 
@@ -257,16 +258,16 @@ def cli_round(work: Path, tally: Tally, embeddings: MiniLMEmbeddings) -> None:
                 gated_parent("delete", "seed.md", "--index", index_dir),
                 tally=tally,
             )
-            # Re-index changed files (d1's text; d2 gains a metadata key) beside new ones.
+            # Re-index changed files (d1's text; d2 gains a metadata key; d3's file is gone and
+            # its document deleted) beside new ones, three writers at once.
             write_docs(first, range(1, 2), version=2)
             write_docs(first, range(2, 3), version=1, front="---\nlab: north\n---\n")
+            (first / "d3.md").unlink()
             written += start_writers(
                 gated_parent("index", first, "--index", index_dir),
                 gated_parent("index", second, "--index", index_dir),
+                gated_parent("delete", "d3.md", "--index", index_dir),
                 tally=tally,
-            )
-            written += start_writers(
-                gated_parent("delete", "d3.md", "--index", index_dir), tally=tally
             )
             # The server opened the index before "lab" existed: a filter on it is accepted now.
             answer = httpx.post(

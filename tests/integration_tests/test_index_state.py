@@ -1,0 +1,136 @@
+"""Who owns an index's state: opening reads only, writers take turns, own records apart.
+
+In-process checks on real folder indexes (persistent Chroma, SQLite docstore) with the
+deterministic FAKE embedding; the multi-process checks are in ``test_writers_and_readers``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+import pytest
+from langchain_core.documents import Document
+
+from langchain_gated_parent import GatedParentIndex
+from langchain_gated_parent.stores import WriterLockTimeoutError
+from langchain_gated_parent.stores.journal import (
+    LEGACY_CONFIG_KEY,
+    LEGACY_MANIFEST_PREFIX,
+    MANIFEST_PREFIX,
+    STAMP_KEY,
+)
+from tests.integration_tests.crash_worker import corpus
+from tests.integration_tests.stores import fake_embeddings, snapshot
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def test_opening_a_new_folder_writes_no_record(tmp_path: Path) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    assert index.journal.records() == {}
+    assert index.journal.stamp().seq == 0
+    assert index.stats()["documents"] == 0
+    index.add_documents(corpus(1)[:2])
+    assert sorted(index.journal.records()) == [
+        "config",
+        MANIFEST_PREFIX + "doc-0",
+        MANIFEST_PREFIX + "doc-1",
+    ]
+
+
+def test_the_docstore_holds_parents_only(tmp_path: Path) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(1))
+    stored = list(index.docstore.yield_keys())
+    assert stored
+    assert all(key.startswith("P-") for key in stored), stored
+    assert index.verify().ok
+
+
+def test_a_second_writer_times_out_naming_the_holder(tmp_path: Path) -> None:
+    first = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    first.add_documents(corpus(1)[:1])
+    second = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index", lock_timeout=0.3)
+    before = snapshot(second)
+    first.writer_lock.acquire(1.0)
+    try:
+        with pytest.raises(WriterLockTimeoutError) as refused:
+            second.add_documents(corpus(1)[1:2])
+        with pytest.raises(WriterLockTimeoutError):
+            second.delete(["doc-0"])
+    finally:
+        first.writer_lock.release()
+    message = str(refused.value)
+    assert f"process {os.getpid()} on " in message
+    assert " since " in message
+    assert "gave up after waiting 0.3 s" in message
+    assert "lock_timeout" in message
+    after = snapshot(second)
+    assert after["docstore"] == before["docstore"]
+    assert after["journal"] == before["journal"]
+    assert second.add_documents(corpus(1)[1:2]).documents == 1  # the lock is free again
+
+
+def test_a_reader_sees_metadata_keys_a_later_write_added(tmp_path: Path) -> None:
+    writer = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    writer.add_documents(corpus(1)[:2])
+    reader = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    with pytest.raises(ValueError, match="'lab'"):
+        reader.check_filter({"lab": "north"})
+    tagged = Document(
+        page_content="# Notes\n\nA tagged note about glycolysis.",
+        metadata={"doc_id": "tagged", "lab": "north"},
+    )
+    writer.add_documents([tagged])
+    reader.check_filter({"lab": "north"})
+    found = reader.as_retriever(k=3).invoke("glycolysis note", filter={"lab": "north"})
+    assert {d.metadata["doc_id"] for d in found} == {"tagged"}
+
+
+def test_a_persistent_client_with_a_memory_docstore_is_refused(tmp_path: Path) -> None:
+    import chromadb
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    with pytest.raises(ValueError, match="needs a persistent docstore"):
+        GatedParentIndex(fake_embeddings(), client=client)
+
+
+def test_an_index_of_format_2_is_refused_for_reading_then_upgraded(tmp_path: Path) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(1))
+    expected = snapshot(index)
+    answer = [d.id for d in index.as_retriever(k=4).invoke("paragraph about glycolysis")]
+    # Write the records the way format 2 kept them: in the docstore, beside the parents.
+    records = index.journal.records()
+    legacy = [
+        (
+            LEGACY_MANIFEST_PREFIX + key.removeprefix(MANIFEST_PREFIX)
+            if key.startswith(MANIFEST_PREFIX)
+            else LEGACY_CONFIG_KEY,
+            Document(
+                page_content=json.dumps({**value, "format_version": 2})
+                if key == "config"
+                else json.dumps(value)
+            ),
+        )
+        for key, value in records.items()
+    ]
+    index.docstore.mset(legacy)
+    index.journal.delete_manifests(
+        [k.removeprefix(MANIFEST_PREFIX) for k in records if k.startswith(MANIFEST_PREFIX)]
+    )
+    index.journal._records.mdelete(["config", STAMP_KEY])
+
+    old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    with pytest.raises(ValueError, match="gated-parent recover"):
+        old.stats()
+    with pytest.raises(ValueError, match="gated-parent recover"):
+        old.as_retriever().invoke("anything")
+    assert old.recover() == []
+    assert snapshot(old)["docstore"] == expected["docstore"]
+    assert snapshot(old)["journal"] == expected["journal"]
+    assert old.verify().ok
+    assert [d.id for d in old.as_retriever(k=4).invoke("paragraph about glycolysis")] == answer
