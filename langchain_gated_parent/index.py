@@ -173,7 +173,7 @@ def sql_docstore(url: str, namespace: str = "parents") -> BaseStore[str, Documen
         from langchain_community.storage import SQLStore  # noqa: PLC0415
 
     store = SQLStore(namespace=namespace, db_url=url)
-    store.create_schema()
+    journals.create_table(store)
     return create_kv_docstore(store)
 
 

@@ -18,6 +18,7 @@ Only the holder of the writer lock (:mod:`~langchain_gated_parent.stores.lock`) 
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -216,8 +217,31 @@ def _sql_namespace(engine: Any, namespace: str) -> BaseStore[str, bytes]:
         from langchain_community.storage import SQLStore  # noqa: PLC0415
 
     store = SQLStore(namespace=namespace, engine=engine)
-    store.create_schema()
+    create_table(store)
     return store
+
+
+SCHEMA_ATTEMPTS = 3
+
+
+def create_table(store: Any) -> None:
+    """``SQLStore.create_schema`` that survives another process creating the table at once.
+
+    Its ``CREATE TABLE`` runs after a check that the table is missing; when several processes
+    open a new PostgreSQL database together, all but one fail ("duplicate key value violates
+    unique constraint"). A retry finds the table and creates nothing.
+    """
+    from sqlalchemy.exc import IntegrityError, ProgrammingError  # noqa: PLC0415
+
+    for attempt in range(1, SCHEMA_ATTEMPTS + 1):
+        try:
+            store.create_schema()
+        except (IntegrityError, ProgrammingError):  # noqa: PERF203 (a bounded retry loop)
+            if attempt == SCHEMA_ATTEMPTS:
+                raise
+            time.sleep(0.05 * attempt)
+        else:
+            return
 
 
 def _sqlite_engine(path: Path) -> Any:

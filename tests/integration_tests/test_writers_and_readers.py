@@ -423,13 +423,20 @@ def test_two_writers_at_once_wait_for_each_other(
         )
         for n, first in enumerate((0, 6))
     ]
-    wait_for(lambda: any("waiting up to" in log.read_text() for log in logs[:2]), "a waiter")
+    wait_for(
+        lambda: (
+            any("waiting up to" in log.read_text() for log in logs[:2])
+            or any(writer.poll() is not None for writer in writers)
+        ),
+        "a waiter",
+    )
     release.touch()
     done = [finish(writer, log) for writer, log in zip(writers, logs, strict=False)]
     stop_file.touch()
     read = [finish(reader, log) for reader, log in zip(readers, logs[2:], strict=True)]
     for code, _out, err in done:
         assert code == 0, err
+    assert any("waiting up to" in err for _code, _out, err in done), "no writer waited"
     spans = [write_spans(out) for _code, out, _err in done]
     assert len(spans[0]) == len(spans[1]) == 6 // PER_WRITE
     for a_start, a_end in spans[0]:
