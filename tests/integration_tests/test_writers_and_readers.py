@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
 
-    from langchain_gated_parent import MiniLMEmbeddings
+    from langchain_gated_parent import GatedParentIndex, MiniLMEmbeddings
 
 pytestmark = [
     pytest.mark.slow,
@@ -229,6 +229,14 @@ def start_writers(*commands: list[str], tally: Tally) -> list[subprocess.Complet
     return results
 
 
+def assert_searchable(index: GatedParentIndex, state: dict[str, Any]) -> None:
+    """Every stored vector is found by a query with itself: it is in the vector index too."""
+    for part in ("parents", "children"):
+        rows, collection = state[part], getattr(index, part)
+        found = collection.query(query_embeddings=rows["embeddings"], n_results=1, include=[])
+        assert [hit[0] for hit in found["ids"]] == rows["ids"], part
+
+
 def cli_round(work: Path, tally: Tally, embeddings: MiniLMEmbeddings) -> None:
     """One round of the CLI scenario on a fresh folder index (see the module docstring)."""
     from langchain_gated_parent import GatedParentIndex
@@ -301,6 +309,7 @@ def cli_round(work: Path, tally: Tally, embeddings: MiniLMEmbeddings) -> None:
     edited = index.get_parents(manifests["d1.md"]["parents"])
     assert all(p is not None and "revision 2" in p.page_content for p in edited)
     assert index.verify().ok
+    assert_searchable(index, snapshot(index))
 
 
 def test_cli_writers_and_readers_on_a_folder(tmp_path: Path, embeddings: MiniLMEmbeddings) -> None:
@@ -394,14 +403,16 @@ def new_spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callabl
 
 
 def check_index(spec: StoreSpec, documents: int) -> dict[str, Any]:
-    """All ``documents`` present and complete, stores in agreement; returns a snapshot."""
+    """All ``documents`` present, complete and searchable, stores in agreement; a snapshot."""
     index = spec.open(fake_embeddings())
     manifests = index.journal.all_manifests()
     assert sorted(manifests) == sorted(f"doc-{n}" for n in range(documents))
     assert all(m["status"] == "complete" for m in manifests.values())
     report = index.verify()
     assert report.ok, report.problems
-    return snapshot(index)
+    state = snapshot(index)
+    assert_searchable(index, state)
+    return state
 
 
 def test_two_writers_at_once_wait_for_each_other(
