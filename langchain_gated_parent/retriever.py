@@ -318,7 +318,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 if isinstance(step, _Embed):
                     result = await self.index.embeddings.aembed_query(step.query)
                 else:
-                    # The stores may be synchronous (chromadb's local client is): keep them off
+                    # The stores may be synchronous (a local vector store often is): keep them off
                     # the event loop, in a thread that sees this task's context (tracing).
                     result = await run_in_executor(None, self._do, step)
         except StopIteration as done:
