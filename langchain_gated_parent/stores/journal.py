@@ -149,7 +149,11 @@ class Placement:
 
 
 def place(
-    docstore: BaseStore[str, Document], directory: Path | None, *, index_name: str
+    docstore: BaseStore[str, Document],
+    directory: Path | None,
+    *,
+    index_name: str,
+    sqlite_file: str,
 ) -> Placement | None:
     """Put the journal beside the docstore and the lock where every writer can see it.
 
@@ -157,8 +161,8 @@ def place(
       database under the namespace ``<docstore namespace>/gated-parent-journal``; the lock is
       a PostgreSQL advisory lock in that database, or else a lock file (in the index folder,
       or beside the SQLite file).
-    * Any other docstore with an index folder: the journal in ``docstore.sqlite`` of the
-      folder, the lock file in the folder.
+    * Any other docstore with an index folder: the journal in the SQLite file ``sqlite_file``
+      of the folder, the lock file in the folder.
     * Neither: ``None`` (the caller keeps the journal in memory, or refuses).
     """
     from pathlib import Path  # noqa: PLC0415
@@ -182,9 +186,7 @@ def place(
             return None
         return Placement(journal, lock, durable=True)
     if directory is not None:
-        from langchain_gated_parent.index import DOCSTORE_FILE  # noqa: PLC0415
-
-        engine = _sqlite_engine(directory / DOCSTORE_FILE)
+        engine = _sqlite_engine(directory / sqlite_file)
         journal = Journal(_sql_namespace(engine, "parents" + JOURNAL_NAMESPACE_SUFFIX))
         return Placement(journal, FileWriterLock(directory / LOCK_FILE), durable=True)
     return None
