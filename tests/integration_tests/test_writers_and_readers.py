@@ -230,11 +230,16 @@ def start_writers(*commands: list[str], tally: Tally) -> list[subprocess.Complet
 
 
 def assert_searchable(index: GatedParentIndex, state: dict[str, Any]) -> None:
-    """Every stored vector is found by a query with itself: it is in the vector index too."""
+    """Every stored vector is found by a query with itself: it is in the vector index too.
+
+    Among the top 3, not first: two paragraphs with the same words in another order can get
+    (nearly) the same MiniLM vector.
+    """
     for part in ("parents", "children"):
         rows, collection = state[part], getattr(index, part)
-        found = collection.query(query_embeddings=rows["embeddings"], n_results=1, include=[])
-        assert [hit[0] for hit in found["ids"]] == rows["ids"], part
+        found = collection.query(query_embeddings=rows["embeddings"], n_results=3, include=[])
+        missing = [i for i, hits in zip(rows["ids"], found["ids"], strict=True) if i not in hits]
+        assert missing == [], part
 
 
 def cli_round(work: Path, tally: Tally, embeddings: MiniLMEmbeddings) -> None:
