@@ -29,6 +29,7 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.pages import PAGES_RECORD, merge_pages
 from langchain_gated_parent.splitters import (
     ParagraphSplitter,
     SectionSplitter,
@@ -62,8 +63,10 @@ CHROMA_FOLDER = "chroma"
 DOCSTORE_FILE = "docstore.sqlite"
 CONFIG_KEY = "gp-config"
 MANIFEST_PREFIX = "gp-manifest:"
-FORMAT_VERSION = 2
-"""2: children are stored without their text (cut from the parent's); 1 is read the same way."""
+FORMAT_VERSION = 3
+"""3: structural metadata keys carry the ``gp_`` prefix (see :mod:`~langchain_gated_parent.keys`);
+2: children are stored without their text (cut from the parent's). An index of format 1 or 2
+is refused: its stored keys are the old, unprefixed ones."""
 _RESERVED = frozenset(
     {
         keys.DOC_ID,
@@ -243,6 +246,8 @@ class _Prepared:
     children: list[Document]
     child_vectors: NDArray[np.float32]
     parent_vectors: NDArray[np.float32]
+    pages: dict[str, str] | None = None
+    """The page texts of a document merged from pages, kept in its manifest."""
 
 
 class GatedParentIndex:
@@ -371,6 +376,7 @@ class GatedParentIndex:
             self.docstore.mset([(CONFIG_KEY, Document(page_content=json.dumps(wanted)))])
             return wanted
         config: dict[str, Any] = json.loads(stored.page_content)
+        _refuse_old_format(config)
         if config["embedding_model"] != wanted["embedding_model"]:
             # Only the refusal pays for a probe: reopening with the right model embeds nothing.
             self._refuse_embeddings(config, len(self.embeddings.embed_query("dimension probe")))
@@ -402,6 +408,10 @@ class GatedParentIndex:
     def add_documents(self, documents: Sequence[Document]) -> IndexReport:
         """Split, embed and store documents; a document with a known id replaces the old one.
 
+        Documents that are pages of one source (a ``page`` in their metadata, as
+        ``PyPDFLoader`` sets it) are merged into one document per source, with the pages of it
+        already indexed (see :mod:`~langchain_gated_parent.pages`).
+
         Raises:
             TypeError: ``documents`` is not a sequence of Documents (e.g. one Document).
             ValueError: two documents in the batch share an id, a document's ids belong to
@@ -409,6 +419,8 @@ class GatedParentIndex:
                 document cannot be split. Nothing is written in that case.
         """
         _refuse_non_documents(documents)
+        merged = merge_pages(documents, self._indexed_pages)
+        documents = merged.documents
         splits = [
             split_document(
                 d, parent_splitter=self.parent_splitter, child_splitter=self.child_splitter
@@ -431,6 +443,8 @@ class GatedParentIndex:
         parents = children = 0
         for batch in _write_batches(todo):
             prepared = self._embed(batch)
+            for item in prepared:
+                item.pages = merged.pages.get(item.doc_id)
             with self._write_lock:
                 self._write(prepared, manifests)
             parents += sum(len(p.parents) for p in prepared)
@@ -566,6 +580,7 @@ class GatedParentIndex:
                         "hash": p.digest,
                         "parents": [d.metadata[keys.PARENT_ID] for d in p.parents],
                         "children": [d.metadata[keys.CHUNK_ID] for d in p.children],
+                        **({PAGES_RECORD: p.pages} if p.pages is not None else {}),
                     },
                 )
                 for p in prepared
@@ -638,6 +653,14 @@ class GatedParentIndex:
         self.docstore.mset(
             [(MANIFEST_PREFIX + d, Document(page_content=json.dumps(m))) for d, m in entries]
         )
+
+    def _indexed_pages(self, doc_ids: list[str]) -> dict[str, dict[str, str]]:
+        """The page texts recorded for documents merged from pages (see ``merge_pages``)."""
+        return {
+            doc_id: entry[PAGES_RECORD]
+            for doc_id, entry in self._manifests(doc_ids).items()
+            if entry.get("status") == "complete" and PAGES_RECORD in entry
+        }
 
     def _refuse_foreign_ids(self, splits: Sequence[Any]) -> None:
         """Ids never collide across documents: refuse ids owned by another document."""
@@ -830,6 +853,18 @@ def splitter_settings(splitter: SectionSplitter | ParagraphSplitter) -> dict[str
         "max_child_tokens": splitter.max_child_tokens,
         "child_overlap_tokens": splitter.child_overlap_tokens,
     }
+
+
+def _refuse_old_format(config: Mapping[str, Any]) -> None:
+    """An index written with other metadata keys would be read wrongly: refuse it by version."""
+    version = int(config.get("format_version", 1))
+    if version != FORMAT_VERSION:
+        msg = (
+            f"this index has format version {version}, this version of langchain-gated-parent "
+            f"reads format {FORMAT_VERSION} (metadata keys renamed to 'gp_...'); rebuild it: "
+            "index the same documents into a new directory"
+        )
+        raise ValueError(msg)
 
 
 def _prepare_directory(directory: Path) -> None:

@@ -454,7 +454,7 @@ class SectionSplitter(_TreeSplitter):
             splitter.split_text("# A\n\nOne.\n\n# B\n\nTwo.")
             # ['# A\n\nOne.', '# B\n\nTwo.']
             docs = splitter.create_documents(["# A\n\nOne."], [{"doc_id": "d1"}])
-            docs[0].metadata["parent_id"], docs[0].metadata["section_path"]
+            docs[0].metadata["parent_id"], docs[0].metadata["gp_section_path"]
             # ('P-d1:s0', ['A'])
     """
 

@@ -1,4 +1,8 @@
-"""``gated-parent index PATH... --index DIR``: add files or folders to an index."""
+"""``gated-parent index PATH... --index DIR``: add files or folders to an index.
+
+A file that cannot be read (a bad PDF, a binary or non-UTF-8 file, malformed JSON) is reported
+as one line naming it and the fix; the other files are still indexed, and the exit status is 1.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import TYPE_CHECKING
 from langchain_gated_parent.cli.common import (
     EXIT_FAILURE,
     EXIT_USAGE,
+    PROG,
     echo,
     open_index,
     refused,
@@ -23,12 +28,20 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read every file first (a bad one fails the command by name), then add them in batches."""
-    with refused(EXIT_FAILURE, LoadError), refused(EXIT_USAGE, PathError):
-        documents = load_documents(args.paths)
-    index = open_index(args.index, create=True)
-    echo(ingest(index, documents, args.batch_size).summary())
-    return 0
+    """Read every file first, then add the readable ones in batches.
+
+    Each file that cannot be read is reported on stderr by name and left out; the rest is
+    indexed and the exit status is 1. With no readable file the index is not even opened.
+    """
+    failed: list[LoadError] = []
+    with refused(EXIT_FAILURE, ImportError), refused(EXIT_USAGE, PathError):
+        documents = load_documents(args.paths, failed=failed)
+    for error in failed:
+        echo(f"{PROG}: error: {error}", err=True)
+    if documents:
+        index = open_index(args.index, create=True)
+        echo(ingest(index, documents, args.batch_size).summary())
+    return EXIT_FAILURE if failed else 0
 
 
 def add(commands: Subparsers) -> None:
@@ -36,9 +49,13 @@ def add(commands: Subparsers) -> None:
     parser = commands.add_parser(
         "index",
         help="add files or folders to an index",
-        description="Add Markdown (.md), HTML (.html), text (.txt) and structured JSON "
-        "(.json, .jsonl: one document per line) files, or folders of them (recursively), to "
-        "the index; unchanged documents are skipped, changed ones replaced.",
+        description="Add Markdown (.md), HTML (.html), text (.txt), structured JSON "
+        "(.json, .jsonl: one document per line) and PDF (.pdf, with the [pdf] extra) files, or "
+        "folders of them (recursively), to the index; unchanged documents are skipped, changed "
+        "ones replaced.",
+        epilog="A file that cannot be read (an encrypted, image-only or corrupt PDF, a binary "
+        "file...) is reported by name with the fix and left out; the other files are still "
+        "indexed and the exit status is 1.",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="file or folder")
     add_index_option(parser)
