@@ -437,7 +437,9 @@ def _looks_like_heading(line: _Line, body: float) -> bool:
     return larger or line.bold
 
 
-def _heading_lines(lines: list[_Line], body: float, skip_pages: set[int]) -> None:
+def _heading_lines(
+    lines: list[_Line], body: float, skip_pages: set[int], hyphens: _Hyphens
+) -> None:
     """Mark heading lines (role 'heading'), joining a heading wrapped over several lines.
 
     On contents and index pages only larger-than-body lines can be headings (the chapter
@@ -447,9 +449,9 @@ def _heading_lines(lines: list[_Line], body: float, skip_pages: set[int]) -> Non
     for line in lines:
         if _continues_heading(previous, line):
             assert previous is not None  # noqa: S101  # narrowed by _continues_heading
-            previous.title += _joint(previous, line.text, code=False) + line.text
-            previous.hyphen = line.hyphen
-            previous.text = line.text
+            joint = hyphens.joint(previous.text, line.text, hyphen=previous.hyphen, code=False)
+            previous.title += joint + line.text
+            previous.hyphen, previous.text, previous.base = line.hyphen, line.text, line.base
             line.role = "merged"
             continue
         if _looks_like_heading(line, body) and (
@@ -647,18 +649,41 @@ def _escape(line: str) -> str:
     return _MARKDOWN_TRAP.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", line, count=1)
 
 
-def _joint(previous: _Line, text: str, *, code: bool) -> str:
-    """What goes between two lines of a paragraph: a space, a newline (code) or a hyphen.
+_WORD = re.compile(r"[^\W\d_](?:[\w-]*[^\W\d_])?")
 
-    A line-end hyphen before a lowercase letter (or inside an all-caps token) was put there by
-    hyphenation and is dropped; before anything else it was a real hyphen and stays.
+
+class _Hyphens:
+    """Decides whether a line-end hyphen was inserted by hyphenation or belongs to the word.
+
+    The document itself is the dictionary: 'back-' + 'translation' keeps its hyphen when
+    'back-translation' is printed unbroken elsewhere and 'backtranslation' is not. Otherwise the
+    hyphen is dropped before a lowercase letter (hyphenation) and kept before anything else.
     """
-    if previous.hyphen:
-        head = text[:1]
-        if not code and (head.islower() or (head.isupper() and previous.text[-1:].isupper())):
+
+    def __init__(self, lines: Iterable[_Line]) -> None:
+        self._words: set[str] = set()
+        for line in lines:
+            tokens = _WORD.findall(line.text.lower())
+            self._words.update(tokens[:-1] if line.hyphen else tokens)
+
+    def joint(self, previous: str, text: str, *, hyphen: bool, code: bool) -> str:
+        """What goes between two lines of a paragraph: a space, a newline (code), a hyphen or ''."""
+        if not hyphen:
+            return "\n" if code else " "
+        if code:
+            return "-\n"
+        head = _WORD.findall(previous.lower()[-40:])
+        tail = _WORD.match(text.lower())
+        if head and tail and previous[-1:].isalpha():
+            joined, kept = head[-1] + tail.group(), f"{head[-1]}-{tail.group()}"
+            if kept in self._words and joined not in self._words:
+                return "-"
+            if joined in self._words:
+                return ""
+        first = text[:1]
+        if first.islower() or (first.isupper() and previous[-1:].isupper()):
             return ""
-        return "-\n" if code else "-"
-    return "\n" if code else " "
+        return "-"
 
 
 @dataclass
@@ -670,6 +695,7 @@ class _Writer:
     headings: list[PdfHeading] = field(default_factory=list)
     page_starts: dict[int, int] = field(default_factory=dict)
     paragraph: list[tuple[_Line, str]] = field(default_factory=list)
+    hyphens: _Hyphens = field(default_factory=lambda: _Hyphens(()))
 
     def _append(self, text: str) -> None:
         self.parts.append(text)
@@ -703,7 +729,10 @@ class _Writer:
         previous: _Line | None = None
         for line, text in self.paragraph:
             if previous is not None:
-                self._append(_joint(previous, text, code=previous.mono and line.mono))
+                code = previous.mono and line.mono
+                self._append(
+                    self.hyphens.joint(previous.text, text, hyphen=previous.hyphen, code=code)
+                )
             self.page_starts.setdefault(line.page, self.length)
             self._append(_escape(text) if previous is None or line.mono else text)
             previous = line
@@ -804,13 +833,14 @@ def _structure(
     outline_used = bool(marks) and _apply_bookmarks(pages, marks)
     flow = [line for lines in pages for line in lines]
     title = metadata_title
+    hyphens = _Hyphens(flow)
     if not outline_used:
-        _heading_lines(flow, body, _toc_pages(pages))
+        _heading_lines(flow, body, _toc_pages(pages), hyphens)
         found_title = _drop_title(flow, body)
         title = title or found_title
         _assign_levels([line for line in flow if line.role == "heading"], body)
     leading = _leading([line for line in flow if line.role == "body"], body)
-    writer = _Writer()
+    writer = _Writer(hyphens=hyphens)
     previous: _Line | None = None
     for line in flow:
         if line.role == "heading":
