@@ -35,12 +35,12 @@ if TYPE_CHECKING:
 
 _NUMBER = re.compile(r"^(?:appendix\s+[a-z]\s+|\d{1,2}(?:\.\d{1,2})*\.?\s+|[a-z]\.\d{1,2}(?:\.\d{1,2})*\.?\s+)")
 _LETTER = re.compile(r"^[a-z]\s+(?=\S)")
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_QUOTES = str.maketrans(dict.fromkeys("'\"\u2018\u2019\u201c\u201d`"))
 _KEY_CHARS = 40
 
 
 def normalise_title(title: str) -> str:
-    """Title lowercased, whitespace collapsed, typographic quotes folded, numbering dropped."""
+    """Title lowercased, whitespace collapsed, quote marks dropped, numbering dropped."""
     title = " ".join(unicodedata.normalize("NFKC", title).split()).lower().translate(_QUOTES)
     return _NUMBER.sub("", title, count=1)
 
@@ -111,12 +111,17 @@ class Score:
 
 def match_headings(
     predicted: list[tuple[str, int]], true: list[tuple[str, int]]
-) -> tuple[int, int]:
-    """Greedy in-order one-to-one matching on normalised titles; ``(matched, level_ok)``."""
+) -> tuple[int, int, list[str], list[str]]:
+    """Greedy in-order one-to-one matching on normalised titles.
+
+    Returns:
+        ``(matched, level_ok, unmatched predicted titles, unmatched true titles)``.
+    """
     used = [False] * len(true)
     matched = level_ok = 0
     cursor = 0
     true_keys = [title_keys(t) for t, _ in true]
+    extra = []
     for title, level in predicted:
         keys = title_keys(title)
         for index in [*range(cursor, len(true)), *range(cursor)]:
@@ -126,7 +131,10 @@ def match_headings(
                 level_ok += level == true[index][1]
                 cursor = index + 1
                 break
-    return matched, level_ok
+        else:
+            extra.append(title)
+    missing = [title for (title, _), hit in zip(true, used, strict=True) if not hit]
+    return matched, level_ok, extra, missing
 
 
 def _paragraph_score(text: PdfText, true_paragraphs: list[str], score: Score) -> None:
@@ -162,21 +170,13 @@ def run_qasper(data: Path, limit: int | None, verbose: bool) -> tuple[Score, int
             predicted = [(h.title, h.level) for h in text.headings]
             score = Score(predicted=len(predicted), true=len(true), pages=text.pages)
             score.seconds = seconds
-            score.matched, score.level_ok = match_headings(predicted, true)
+            score.matched, score.level_ok, extra, missing = match_headings(predicted, true)
             _paragraph_score(text, [p for s in paper["sections"] for p in s["paragraphs"]], score)
-            if verbose and (score.matched < len(true) or score.matched < len(predicted)):
-                _explain(paper["doc_id"], predicted, true)
+            if verbose and (extra or missing):
+                print(f"# {paper['doc_id']}: extra {extra} missing {missing}")
             total.add(score)
             docs += 1
     return total, docs
-
-
-def _explain(name: str, predicted: list[tuple[str, int]], true: list[tuple[str, int]]) -> None:
-    true_keys = Counter(normalise_title(t) for t, _ in true)
-    predicted_keys = Counter(normalise_title(t) for t, _ in predicted)
-    extra = predicted_keys - true_keys
-    missing = true_keys - predicted_keys
-    print(f"# {name}: extra {sorted(extra)[:8]} missing {sorted(missing)[:8]}")
 
 
 def run_manuals(data: Path, outline: bool, verbose: bool) -> tuple[Score, int]:
@@ -190,9 +190,9 @@ def run_manuals(data: Path, outline: bool, verbose: bool) -> tuple[Score, int]:
         predicted = [(h.title, h.level) for h in text.headings]
         score = Score(predicted=len(predicted), true=len(true), pages=text.pages)
         score.seconds = seconds
-        score.matched, score.level_ok = match_headings(predicted, true)
+        score.matched, score.level_ok, extra, missing = match_headings(predicted, true)
         if verbose:
-            _explain(name, predicted, true)
+            print(f"# {name}: extra {extra} missing {missing}")
         total.add(score)
     return total, len(truth)
 

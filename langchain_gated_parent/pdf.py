@@ -381,6 +381,9 @@ _MAX_HEADING_WORDS = 16
 _MAX_HEADING_CHARS = 140
 _LARGER = 1.12
 _TOC_PAGE_SHARE = 0.3
+_TITLE_PAGE_MIN_PAGES = 4
+_TITLE_PAGE_MAX_LINES = 15
+_MAX_HEADING_INDENT = 2.5
 
 
 def _numbering(text: str) -> str | None:
@@ -442,11 +445,16 @@ def _heading_lines(
 ) -> None:
     """Mark heading lines (role 'heading'), joining a heading wrapped over several lines.
 
-    On contents and index pages only larger-than-body lines can be headings (the chapter
-    heading of an index), never the bold entries or letter groups.
+    A heading starts at its column's left margin (figure labels and centred text do not),
+    except an abstract heading. On contents and index pages only a larger-than-body first line
+    can be a heading (the chapter heading of an index), never the entries or letter groups;
+    a title page has none.
     """
+    lefts = _column_lefts(lines)
     previous: _Line | None = None
     for line in lines:
+        if line.role != "body":
+            continue
         if _continues_heading(previous, line):
             assert previous is not None  # noqa: S101  # narrowed by _continues_heading
             joint = hyphens.joint(previous.text, line.text, hyphen=previous.hyphen, code=False)
@@ -454,8 +462,12 @@ def _heading_lines(
             previous.hyphen, previous.text, previous.base = line.hyphen, line.text, line.base
             line.role = "merged"
             continue
-        if _looks_like_heading(line, body) and (
-            line.page not in skip_pages or line.size >= body * _LARGER
+        first_on_page = previous is None or previous.page != line.page
+        indented = line.x0 - lefts[line.page, line.column] > _MAX_HEADING_INDENT * body
+        if (
+            _looks_like_heading(line, body)
+            and (not indented or _ABSTRACT.match(line.text))
+            and (line.page not in skip_pages or (first_on_page and line.size >= body * _LARGER))
         ):
             line.role = "heading"
             line.title = line.text
@@ -473,7 +485,7 @@ def _continues_heading(previous: _Line | None, line: _Line) -> bool:
         and previous.bold == line.bold
         and not line.mono
         and 0 < previous.base - line.base < 1.8 * line.size
-        and len(previous.title.split()) + line.words <= _MAX_HEADING_WORDS
+        and len(previous.title.split()) + line.words <= 2 * _MAX_HEADING_WORDS
         and not _numbering(line.text)
         and not _ABSTRACT.match(previous.title)
         and not re.search(r"(?:\.\s?){4,}", line.text)
@@ -519,25 +531,38 @@ def _assign_levels(headings: list[_Line], body: float) -> None:
     del body
 
 
-def _drop_title(lines: list[_Line], body: float) -> str | None:
-    """Take the document title (largest text high on page 1) out of the lines and return it."""
+def _take_title(lines: list[_Line], body: float) -> str | None:
+    """Mark the document title (the largest text on page 1, if larger than body) and return it."""
     first_page = [line for line in lines if line.page == 0]
     if not first_page:
         return None
     biggest = max(line.size for line in first_page)
     if biggest < body * _LARGER:
         return None
-    title_lines = []
+    title_lines: list[_Line] = []
     for line in first_page:
-        if abs(line.size - biggest) < 0.3 and line.role in {"heading", "merged"}:  # noqa: PLR2004
+        if abs(line.size - biggest) < 0.3 and not line.mono:  # noqa: PLR2004
             title_lines.append(line)
         elif title_lines:
             break
-    if not title_lines or _ABSTRACT.match(title_lines[0].title or title_lines[0].text):
+    if not title_lines or _ABSTRACT.match(title_lines[0].text):
         return None
     for line in title_lines:
         line.role = "title"
     return " ".join(line.text for line in title_lines)
+
+
+def _title_page(pages: list[list[_Line]]) -> bool:
+    """Whether page 1 is a title page (few lines, in a document of several pages)."""
+    return len(pages) > _TITLE_PAGE_MIN_PAGES and 0 < len(pages[0]) <= _TITLE_PAGE_MAX_LINES
+
+
+def _column_lefts(lines: Iterable[_Line]) -> dict[tuple[int, int], float]:
+    """The left margin of each page column: the most common line start."""
+    starts: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
+    for line in lines:
+        starts[line.page, line.column][round(line.x0)] += 1
+    return {key: float(counts.most_common(1)[0][0]) for key, counts in starts.items()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -835,9 +860,12 @@ def _structure(
     title = metadata_title
     hyphens = _Hyphens(flow)
     if not outline_used:
-        _heading_lines(flow, body, _toc_pages(pages), hyphens)
-        found_title = _drop_title(flow, body)
+        found_title = _take_title(flow, body)
         title = title or found_title
+        skip = _toc_pages(pages)
+        if _title_page(pages):
+            skip.add(0)
+        _heading_lines(flow, body, skip, hyphens)
         _assign_levels([line for line in flow if line.role == "heading"], body)
     leading = _leading([line for line in flow if line.role == "body"], body)
     writer = _Writer(hyphens=hyphens)
