@@ -1,0 +1,899 @@
+"""Read a PDF into Markdown whose headings are the document's section tree.
+
+PDFs keep no structure, only glyphs at positions. This module recovers it the way a reader does:
+the bookmark tree when the file has one (each bookmark checked against the text of its page),
+else typography: the body font is the most used size, headings are larger or bold short lines,
+their levels come from numbering depth ("3.2") and font size. Running heads, footers and page
+numbers (lines repeated at the same place across pages) are dropped, two-column pages are read
+column by column, line-end hyphens are joined, ligatures normalised (NFKC), and paragraphs are
+cut at indents and vertical gaps. Tables of contents and indexes never yield headings.
+
+The result, :class:`PdfText`, is Markdown that :func:`~langchain_gated_parent.sections.
+parse_markdown` turns into exactly the headings found here, plus page offsets so that a
+section can be traced back to its page.
+
+Needs the optional dependency pypdfium2 (``pip install "langchain-gated-parent[pdf]"``).
+
+Example:
+    .. code-block:: python
+
+        from langchain_gated_parent.pdf import read_pdf
+
+        text = read_pdf("paper.pdf")
+        [(h.level, h.title, h.page) for h in text.headings][:2]
+        # [(1, 'Abstract', 1), (1, '1 Introduction', 1)]
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import statistics
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+try:
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    _msg = (
+        "reading PDFs needs pypdfium2; install it with "
+        '`pip install "langchain-gated-parent[pdf]"`'
+    )
+    raise ImportError(_msg) from _err
+
+__all__ = ["PdfError", "PdfHeading", "PdfText", "read_pdf"]
+
+
+class PdfError(ValueError):
+    """A file that cannot be read as a PDF with text; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class PdfHeading:
+    """One heading recovered from a PDF.
+
+    Attributes:
+        title: The heading as printed (numbering kept, e.g. ``"3.2 Results"``).
+        level: Depth in the section tree, 1 for top level.
+        page: 1-based page the heading is on.
+        start: Start of the heading line (``#`` marks included) in :attr:`PdfText.markdown`.
+        end: End of that line.
+    """
+
+    title: str
+    level: int
+    page: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class PdfText:
+    """A PDF read as Markdown, with the headings and page offsets found on the way.
+
+    Attributes:
+        markdown: ``#`` headings by level, paragraphs separated by blank lines; body lines that
+            Markdown would misread as headings or code fences are escaped with a backslash.
+        title: The document title (PDF metadata, else the largest text on the first page).
+        headings: The headings in document order, as ``parse_markdown`` finds them.
+        page_starts: Offset in ``markdown`` where the text of page ``n`` begins, at ``n - 1``.
+        pages: Number of pages.
+        outline_used: Whether the headings came from the bookmark tree.
+    """
+
+    markdown: str
+    title: str | None
+    headings: tuple[PdfHeading, ...]
+    page_starts: tuple[int, ...]
+    pages: int
+    outline_used: bool
+
+
+# --------------------------------------------------------------------------------------------
+# Opening
+
+
+def _open(path: Path, password: str | None) -> Any:
+    """Open ``path`` with pdfium, turning every failure into a :class:`PdfError` with a fix."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1024)
+            handle.seek(max(0, path.stat().st_size - 2048))
+            tail = handle.read()
+    except OSError as err:
+        msg = f"{path}: cannot be read ({err.strerror}); check the path and permissions"
+        raise PdfError(msg) from err
+    if b"%PDF-" not in head:
+        msg = f"{path}: not a PDF (no %PDF- header); pass a PDF file"
+        raise PdfError(msg)
+    try:
+        document = pdfium.PdfDocument(path, password=password)
+    except pdfium.PdfiumError as err:
+        if err.err_code == pdfium_c.FPDF_ERR_PASSWORD:
+            fix = "the password given is wrong" if password else "it is encrypted"
+            msg = f"{path}: {fix}; pass the right password or decrypt it first (qpdf --decrypt)"
+        elif b"%%EOF" not in tail:
+            msg = f"{path}: truncated (no end-of-file marker); download it again or repair it"
+        else:
+            msg = f"{path}: corrupt PDF ({err}); download it again or repair it (qpdf, mutool)"
+        raise PdfError(msg) from err
+    if b"%%EOF" not in tail:
+        document.close()
+        msg = f"{path}: truncated (no end-of-file marker); download it again or repair it"
+        raise PdfError(msg)
+    if len(document) == 0:
+        document.close()
+        msg = f"{path}: corrupt PDF (no pages); download it again or repair it"
+        raise PdfError(msg)
+    return document
+
+
+# --------------------------------------------------------------------------------------------
+# Lines
+
+_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?!um)|cmbx|[-+]bx|bx\d", re.I)
+_MONO_NAME = re.compile(r"mono|courier|cmtt|typewriter|consol|[-+]tt|lmtt", re.I)
+_FIXED_PITCH = 1
+_BOLD_WEIGHT = 600
+_BREAKS = re.compile(r"\r\n|\r|\n|\ufffe|\x02")
+
+
+@dataclass
+class _Line:
+    """A physical line of text on a page, with the typography the heuristics read."""
+
+    page: int
+    text: str
+    x0: float
+    x1: float
+    base: float
+    size: float
+    bold: bool
+    mono: bool
+    hyphen: bool = False
+    bold_lead: str = ""
+    column: int = 0
+    role: str = "body"
+    level: int = 0
+    title: str = ""
+    gap_before: float = 0.0
+
+    @property
+    def words(self) -> int:
+        """Number of words on the line."""
+        return len(self.text.split())
+
+
+class _Page:
+    """Character queries on one pdfium text page (ctypes calls, kept few per line)."""
+
+    def __init__(self, textpage: Any) -> None:
+        self._tp = textpage
+        self._name = ctypes.create_string_buffer(128)
+        self._flags = ctypes.c_int()
+        self._box = [ctypes.c_double() for _ in range(4)]
+        self._x = ctypes.c_double()
+        self._y = ctypes.c_double()
+
+    def box(self, index: int) -> tuple[float, float, float, float]:
+        """``(left, right, bottom, top)`` of character ``index``."""
+        left, right, bottom, top = self._box
+        pdfium_c.FPDFText_GetCharBox(self._tp, index, left, right, bottom, top)
+        return left.value, right.value, bottom.value, top.value
+
+    def baseline(self, index: int) -> float:
+        """Y of the character's origin (its baseline)."""
+        pdfium_c.FPDFText_GetCharOrigin(self._tp, index, self._x, self._y)
+        return self._y.value
+
+    def font(self, index: int) -> tuple[float, bool, bool]:
+        """``(size, bold, monospaced)`` of character ``index``."""
+        size = pdfium_c.FPDFText_GetFontSize(self._tp, index)
+        pdfium_c.FPDFText_GetFontInfo(self._tp, index, self._name, 128, self._flags)
+        name = self._name.value.decode("latin-1")
+        weight = pdfium_c.FPDFText_GetFontWeight(self._tp, index)
+        bold = bool(_BOLD_NAME.search(name)) or weight >= _BOLD_WEIGHT
+        mono = bool(_MONO_NAME.search(name)) or bool(self._flags.value & _FIXED_PITCH)
+        return size, bold, mono
+
+
+def _page_text(textpage: Any, count: int) -> str:
+    """The page's characters, one per character index (generated spaces and breaks included)."""
+    text: str = textpage.get_text_range()
+    if len(text) == count:
+        return text
+    return "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage, i)) for i in range(count))
+
+
+def _bold_lead(page: _Page, text: str, start: int) -> str:
+    """The bold words a line starts with when the rest of it is not bold ('' otherwise)."""
+    end = 0
+    for offset, char in enumerate(text):
+        if char.isspace():
+            continue
+        if not page.font(start + offset)[1]:
+            break
+        end = offset + 1
+    lead = text[:end].strip()
+    return lead if 0 < end < len(text.rstrip()) else ""
+
+
+def _read_lines(document: Any, index: int) -> tuple[list[_Line], float, float]:
+    """Physical lines of page ``index`` and the page's width and height."""
+    page = document[index]
+    width, height = page.get_size()
+    textpage = page.get_textpage()
+    try:
+        count = textpage.count_chars()
+        text = _page_text(textpage, count)
+        chars = _Page(textpage)
+        lines: list[_Line] = []
+        position = 0
+        for match in [*_BREAKS.finditer(text), None]:
+            end = match.start() if match else len(text)
+            segment = text[position:end]
+            hyphen = bool(match and match.group() in "\ufffe\x02")
+            first = len(segment) - len(segment.lstrip())
+            stripped = segment.strip()
+            if stripped:
+                start = position + first
+                last = start + len(stripped) - 1
+                left, _, _, _ = chars.box(start)
+                _, right, _, _ = chars.box(last)
+                samples = [chars.font(i) for i in (start, (start + last) // 2, last)]
+                size = statistics.median(s[0] for s in samples)
+                bold = samples[0][1] and samples[1][1]
+                mono = samples[0][2] and samples[1][2]
+                line = _Line(
+                    page=index,
+                    text=unicodedata.normalize("NFKC", stripped),
+                    x0=left,
+                    x1=right,
+                    base=chars.baseline(start),
+                    size=size,
+                    bold=bold,
+                    mono=mono,
+                    hyphen=hyphen,
+                )
+                if samples[0][1] and not samples[1][1]:
+                    line.bold_lead = unicodedata.normalize(
+                        "NFKC", _bold_lead(chars, stripped, start)
+                    )
+                lines.append(line)
+            elif hyphen and lines:
+                lines[-1].hyphen = True
+            position = match.end() if match else len(text)
+    finally:
+        textpage.close()
+        page.close()
+    return lines, width, height
+
+
+# --------------------------------------------------------------------------------------------
+# Page furniture: running heads, footers, page numbers
+
+_PAGE_NUMBER = re.compile(r"^(?:page\s+)?(?:\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d+)?$", re.I)
+_DIGITS = re.compile(r"\d+")
+_EDGE_LINES = 3
+
+
+def _furniture_key(line: _Line) -> str:
+    """Text of a line with numbers masked, so 'Chapter 2 ... 14' repeats across pages."""
+    return _DIGITS.sub("#", " ".join(line.text.lower().split()))
+
+
+def _remove_furniture(pages: list[list[_Line]], height: list[float]) -> None:
+    """Drop running heads, footers and page numbers in place.
+
+    A line among the top or bottom few of its page is furniture when it is a bare page number,
+    or when the same text (numbers masked) sits at about the same height on another page.
+    """
+    seen: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for lines in pages:
+        for line in _edge_lines(lines):
+            seen[_furniture_key(line)].append((line.page, line.base))
+    for number, lines in enumerate(pages):
+        edges = {id(line) for line in _edge_lines(lines)}
+        keep = []
+        for line in lines:
+            if id(line) in edges:
+                key = _furniture_key(line)
+                same_place = [
+                    page
+                    for page, base in seen[key]
+                    if page != number and abs(base - line.base) < 0.02 * height[number]
+                ]
+                if _PAGE_NUMBER.match(line.text) or same_place:
+                    continue
+            keep.append(line)
+        lines[:] = keep
+
+
+def _edge_lines(lines: Sequence[_Line]) -> list[_Line]:
+    """The topmost and bottommost few lines of a page."""
+    ordered = sorted(lines, key=lambda line: -line.base)
+    return ordered[:_EDGE_LINES] + ordered[-_EDGE_LINES:]
+
+
+# --------------------------------------------------------------------------------------------
+# Reading order
+
+_MIN_COLUMN_LINES = 6
+
+
+def _reading_order(lines: list[_Line]) -> list[_Line]:
+    """Lines of one page in reading order: full-width bands, and columns left before right.
+
+    A page is two-column when enough lines sit wholly in each half of the text area. Lines that
+    cross the middle break the page into bands; within a band the left column is read top to
+    bottom before the right one.
+    """
+    if not lines:
+        return lines
+    left_edge = min(line.x0 for line in lines)
+    right_edge = max(line.x1 for line in lines)
+    middle = (left_edge + right_edge) / 2
+    tolerance = 0.01 * (right_edge - left_edge)
+    for line in lines:
+        if line.x1 <= middle + tolerance:
+            line.column = 1
+        elif line.x0 >= middle - tolerance:
+            line.column = 2
+        else:
+            line.column = 0
+    by_column = Counter(line.column for line in lines)
+    top_down = sorted(lines, key=lambda line: (-round(line.base, 0), line.x0))
+    if by_column[1] < _MIN_COLUMN_LINES or by_column[2] < _MIN_COLUMN_LINES:
+        for line in lines:
+            line.column = 0
+        return top_down
+    ordered: list[_Line] = []
+    band: list[_Line] = []
+    for line in top_down:
+        if line.column == 0:
+            ordered += [x for x in band if x.column == 1] + [x for x in band if x.column == 2]
+            band = []
+            ordered.append(line)
+        else:
+            band.append(line)
+    ordered += [x for x in band if x.column == 1] + [x for x in band if x.column == 2]
+    return ordered
+
+
+# --------------------------------------------------------------------------------------------
+# Headings from typography
+
+_NUMBERING = re.compile(
+    r"^(?:(?:appendix|chapter|section)\s+)?((?:\d{1,2}|[A-Z])(?:\.\d{1,2})*)\.?\s+(?=\S)", re.I
+)
+_DOT_LEADER = re.compile(r"(?:\.\s?){4,}\s*\S*\s*$|\s\d+$")
+_CONTENTS = re.compile(r"^(?:table\s+of\s+)?contents$|^index$|^list\s+of\s+(?:figures|tables)$", re.I)
+_ABSTRACT = re.compile(r"^abstract[.:]?$", re.I)
+_MAX_HEADING_WORDS = 16
+_MAX_HEADING_CHARS = 140
+_LARGER = 1.12
+_TOC_PAGE_SHARE = 0.3
+_TITLE_PAGE_MIN_PAGES = 4
+_TITLE_PAGE_MAX_LINES = 15
+_MAX_HEADING_INDENT = 2.5
+
+
+def _numbering(text: str) -> str | None:
+    """The section number a heading starts with ('3.2', 'A'), ``None`` when unnumbered."""
+    match = _NUMBERING.match(text)
+    if not match:
+        return None
+    number = match.group(1)
+    if number.isalpha() and not re.match(r"^(?:appendix\s+)?[A-Z]\s+[A-Z]", text, re.I):
+        return None
+    if number.isalpha() and not text.lower().startswith("appendix") and len(text.split()) < 2:  # noqa: PLR2004
+        return None
+    return number
+
+
+def _body_size(lines: Iterable[_Line]) -> float:
+    """The font size most text is set in."""
+    weights: Counter[float] = Counter()
+    for line in lines:
+        weights[round(line.size * 2) / 2] += len(line.text)
+    return weights.most_common(1)[0][0] if weights else 10.0
+
+
+def _toc_pages(pages: list[list[_Line]]) -> set[int]:
+    """Pages that are mostly dot-leader lines (tables of contents, indexes)."""
+    found = set()
+    for number, lines in enumerate(pages):
+        leaders = sum(1 for line in lines if re.search(r"(?:\.\s?){4,}", line.text))
+        if lines and leaders / len(lines) >= _TOC_PAGE_SHARE:
+            found.add(number)
+    return found
+
+
+def _looks_like_heading(line: _Line, body: float) -> bool:
+    """Whether typography and text make ``line`` a heading candidate."""
+    text = line.text
+    letters = sum(char.isalpha() for char in text)
+    if (
+        letters < 2  # noqa: PLR2004
+        or line.words > _MAX_HEADING_WORDS
+        or len(text) > _MAX_HEADING_CHARS
+        or line.mono
+        or _CONTENTS.match(text)
+        or re.search(r"(?:\.\s?){4,}", text)
+    ):
+        return False
+    if _ABSTRACT.match(text) and (line.bold or line.size >= body * _LARGER):
+        return True
+    larger = line.size >= body * _LARGER
+    if not (larger or line.bold):
+        return False
+    if text.endswith((",", ";")) or text[0].islower():
+        return False
+    return larger or line.bold
+
+
+def _heading_lines(
+    lines: list[_Line], body: float, skip_pages: set[int], hyphens: _Hyphens
+) -> None:
+    """Mark heading lines (role 'heading'), joining a heading wrapped over several lines.
+
+    A heading starts at its column's left margin (figure labels and centred text do not),
+    except an abstract heading. On contents and index pages only a larger-than-body first line
+    can be a heading (the chapter heading of an index), never the entries or letter groups;
+    a title page has none.
+    """
+    lefts = _column_lefts(lines)
+    previous: _Line | None = None
+    for line in lines:
+        if line.role != "body":
+            continue
+        if _continues_heading(previous, line):
+            assert previous is not None  # noqa: S101  # narrowed by _continues_heading
+            joint = hyphens.joint(previous.text, line.text, hyphen=previous.hyphen, code=False)
+            previous.title += joint + line.text
+            previous.hyphen, previous.text, previous.base = line.hyphen, line.text, line.base
+            line.role = "merged"
+            continue
+        first_on_page = previous is None or previous.page != line.page
+        indented = line.x0 - lefts[line.page, line.column] > _MAX_HEADING_INDENT * body
+        if (
+            _looks_like_heading(line, body)
+            and (not indented or _ABSTRACT.match(line.text))
+            and (line.page not in skip_pages or (first_on_page and line.size >= body * _LARGER))
+        ):
+            line.role = "heading"
+            line.title = line.text
+        previous = line
+
+
+def _continues_heading(previous: _Line | None, line: _Line) -> bool:
+    """Whether ``line`` is the next line of the wrapped heading ``previous``."""
+    return (
+        previous is not None
+        and previous.role == "heading"
+        and previous.page == line.page
+        and previous.column == line.column
+        and abs(previous.size - line.size) < 0.3  # noqa: PLR2004
+        and previous.bold == line.bold
+        and not line.mono
+        and 0 < previous.base - line.base < 1.8 * line.size
+        and len(previous.title.split()) + line.words <= 2 * _MAX_HEADING_WORDS
+        and not _numbering(line.text)
+        and not _ABSTRACT.match(previous.title)
+        and not re.search(r"(?:\.\s?){4,}", line.text)
+    )
+
+
+def _assign_levels(headings: list[_Line], body: float) -> None:
+    """Levels from numbering depth where present, else from font size and weight.
+
+    Styles (size, bold) seen on numbered headings take the most common depth of those; other
+    styles rank below and above them by size, so an unnumbered paper's sizes map to levels.
+    """
+    style_depths: dict[tuple[float, bool], Counter[int]] = defaultdict(Counter)
+
+    def style(line: _Line) -> tuple[float, bool]:
+        return round(line.size * 2) / 2, line.bold
+
+    for line in headings:
+        number = _numbering(line.title)
+        if number:
+            style_depths[style(line)][number.count(".") + 1] += 1
+    styles = sorted({style(line) for line in headings}, key=lambda s: (-s[0], not s[1]))
+    level_of: dict[tuple[float, bool], int] = {}
+    for rank, key in enumerate(styles, start=1):
+        if style_depths[key]:
+            level_of[key] = style_depths[key].most_common(1)[0][0]
+    deepest = 0
+    for key in styles:
+        if key in level_of:
+            deepest = level_of[key]
+        else:
+            deepest += 1
+            level_of[key] = deepest
+    for line in headings:
+        number = _numbering(line.title)
+        if _ABSTRACT.match(line.title):
+            line.level = 1
+        elif number:
+            line.level = number.count(".") + 1
+        else:
+            line.level = level_of[style(line)]
+        line.level = max(1, min(line.level, 6))
+    del body
+
+
+def _take_title(lines: list[_Line], body: float) -> str | None:
+    """Mark the document title (the largest text on page 1, if larger than body) and return it."""
+    first_page = [line for line in lines if line.page == 0]
+    if not first_page:
+        return None
+    biggest = max(line.size for line in first_page)
+    if biggest < body * _LARGER:
+        return None
+    title_lines: list[_Line] = []
+    for line in first_page:
+        if abs(line.size - biggest) < 0.3 and not line.mono:  # noqa: PLR2004
+            title_lines.append(line)
+        elif title_lines:
+            break
+    if not title_lines or _ABSTRACT.match(title_lines[0].text):
+        return None
+    for line in title_lines:
+        line.role = "title"
+    return " ".join(line.text for line in title_lines)
+
+
+def _title_page(pages: list[list[_Line]]) -> bool:
+    """Whether page 1 is a title page (few lines, in a document of several pages)."""
+    return len(pages) > _TITLE_PAGE_MIN_PAGES and 0 < len(pages[0]) <= _TITLE_PAGE_MAX_LINES
+
+
+def _column_lefts(lines: Iterable[_Line]) -> dict[tuple[int, int], float]:
+    """The left margin of each page column: the most common line start."""
+    starts: dict[tuple[int, int], Counter[int]] = defaultdict(Counter)
+    for line in lines:
+        starts[line.page, line.column][round(line.x0)] += 1
+    return {key: float(counts.most_common(1)[0][0]) for key, counts in starts.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Headings from bookmarks
+
+_MATCH_SHARE = 0.5
+
+
+def _normal(text: str) -> str:
+    """Lowercase letters and digits only, for matching bookmark titles to page text."""
+    return re.sub(r"[^0-9a-z]+", "", text.lower())
+
+
+def _strip_number(text: str) -> str:
+    match = _NUMBERING.match(text)
+    return text[match.end() :] if match else text
+
+
+def _bookmarks(document: Any) -> list[tuple[int, str, int, float | None]]:
+    """``(level, title, page index, y)`` of each bookmark with a page destination."""
+    found = []
+    for bookmark in document.get_toc():
+        destination = bookmark.get_dest()
+        if destination is None:
+            continue
+        page = destination.get_index()
+        if page is None:
+            continue
+        _, view = destination.get_view()
+        y = float(view[1]) if len(view) > 1 and view[1] else None
+        title = " ".join(unicodedata.normalize("NFKC", bookmark.get_title()).split())
+        if title:
+            found.append((bookmark.level + 1, title, page, y))
+    return found
+
+
+def _apply_bookmarks(
+    pages: list[list[_Line]], marks: list[tuple[int, str, int, float | None]]
+) -> bool:
+    """Turn the lines bookmarks point at into headings; ``False`` if too few are found.
+
+    A bookmark is found when the text of one line, or two consecutive lines, on its page (or
+    the next) equals its title, with or without the section number. Unfound bookmarks still
+    become headings, placed at their destination height.
+    """
+    found = 0
+    placed: list[tuple[int, _Line]] = []
+    for level, title, page, y in marks:
+        target = _normal(title)
+        hit = None
+        for number in (page, page + 1):
+            if number >= len(pages):
+                break
+            lines = pages[number]
+            for index, line in enumerate(lines):
+                if line.role != "body":
+                    continue
+                candidates = [line.text]
+                if index + 1 < len(lines):
+                    candidates.append(f"{line.text} {lines[index + 1].text}")
+                for count, text in enumerate(candidates, start=1):
+                    if target in {_normal(text), _normal(_strip_number(text))}:
+                        hit = (number, index, count)
+                        break
+                if hit:
+                    break
+            if hit:
+                break
+        if hit:
+            found += 1
+            number, index, count = hit
+            lines = pages[number]
+            head = lines[index]
+            head.role, head.level, head.title = "heading", level, title
+            for extra in lines[index + 1 : index + count]:
+                extra.role = "merged"
+        else:
+            placed.append((page, _synthetic(page, title, level, y)))
+    if not marks or found / len(marks) < _MATCH_SHARE:
+        for lines in pages:
+            for line in lines:
+                line.role = "body"
+        return False
+    for page, line in placed:
+        lines = pages[page]
+        position = next(
+            (i for i, other in enumerate(lines) if line.base >= other.base), len(lines)
+        )
+        lines.insert(position, line)
+    return True
+
+
+def _synthetic(page: int, title: str, level: int, y: float | None) -> _Line:
+    """A heading line for a bookmark whose title is not on its page."""
+    line = _Line(page, title, 0.0, 0.0, y if y is not None else 1e9, 0.0, bold=True, mono=False)
+    line.role, line.level, line.title = "heading", level, title
+    return line
+
+
+# --------------------------------------------------------------------------------------------
+# Paragraphs and Markdown
+
+_MARKDOWN_TRAP = re.compile(r"^(\s{0,3})(#|`{3}|~{3}|=+\s*$|-+\s*$)")
+_SENTENCE_END = (".", "!", "?", ":", '."', ".'", ".)")
+
+
+def _escape(line: str) -> str:
+    """Backslash-escape a body line Markdown would read as a heading, fence or rule."""
+    return _MARKDOWN_TRAP.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", line, count=1)
+
+
+_WORD = re.compile(r"[^\W\d_](?:[\w-]*[^\W\d_])?")
+
+
+class _Hyphens:
+    """Decides whether a line-end hyphen was inserted by hyphenation or belongs to the word.
+
+    The document itself is the dictionary: 'back-' + 'translation' keeps its hyphen when
+    'back-translation' is printed unbroken elsewhere and 'backtranslation' is not. Otherwise the
+    hyphen is dropped before a lowercase letter (hyphenation) and kept before anything else.
+    """
+
+    def __init__(self, lines: Iterable[_Line]) -> None:
+        self._words: set[str] = set()
+        for line in lines:
+            tokens = _WORD.findall(line.text.lower())
+            self._words.update(tokens[:-1] if line.hyphen else tokens)
+
+    def joint(self, previous: str, text: str, *, hyphen: bool, code: bool) -> str:
+        """What goes between two lines of a paragraph: a space, a newline (code), a hyphen or ''."""
+        if not hyphen:
+            return "\n" if code else " "
+        if code:
+            return "-\n"
+        head = _WORD.findall(previous.lower()[-40:])
+        tail = _WORD.match(text.lower())
+        if head and tail and previous[-1:].isalpha():
+            joined, kept = head[-1] + tail.group(), f"{head[-1]}-{tail.group()}"
+            if kept in self._words and joined not in self._words:
+                return "-"
+            if joined in self._words:
+                return ""
+        first = text[:1]
+        if first.islower() or (first.isupper() and previous[-1:].isupper()):
+            return ""
+        return "-"
+
+
+@dataclass
+class _Writer:
+    """Assembles Markdown blocks and records heading spans and page offsets."""
+
+    parts: list[str] = field(default_factory=list)
+    length: int = 0
+    headings: list[PdfHeading] = field(default_factory=list)
+    page_starts: dict[int, int] = field(default_factory=dict)
+    paragraph: list[tuple[_Line, str]] = field(default_factory=list)
+    hyphens: _Hyphens = field(default_factory=lambda: _Hyphens(()))
+
+    def _append(self, text: str) -> None:
+        self.parts.append(text)
+        self.length += len(text)
+
+    def _separator(self) -> None:
+        if self.parts:
+            self._append("\n\n")
+
+    def heading(self, line: _Line) -> None:
+        self.flush()
+        self._separator()
+        self.page_starts.setdefault(line.page, self.length)
+        title = " ".join(line.title.split())
+        text = f"{'#' * line.level} {title}"
+        self.headings.append(
+            PdfHeading(title, line.level, line.page + 1, self.length, self.length + len(text))
+        )
+        self._append(text)
+
+    def line(self, line: _Line, *, new_paragraph: bool) -> None:
+        if new_paragraph:
+            self.flush()
+        self.paragraph.append((line, line.text))
+
+    def flush(self) -> None:
+        """Write the open paragraph: lines joined by spaces (code by newlines), hyphens joined."""
+        if not self.paragraph:
+            return
+        self._separator()
+        previous: _Line | None = None
+        for line, text in self.paragraph:
+            if previous is not None:
+                code = previous.mono and line.mono
+                self._append(
+                    self.hyphens.joint(previous.text, text, hyphen=previous.hyphen, code=code)
+                )
+            self.page_starts.setdefault(line.page, self.length)
+            self._append(_escape(text) if previous is None or line.mono else text)
+            previous = line
+        if previous is not None and previous.hyphen:
+            self._append("-")
+        self.paragraph = []
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _starts_paragraph(previous: _Line | None, line: _Line, body: float, leading: float) -> bool:
+    """Whether ``line`` begins a new paragraph after ``previous`` (same flow)."""
+    if previous is None or previous.role != "body":
+        return True
+    if previous.mono != line.mono:
+        return True
+    same_place = previous.page == line.page and previous.column == line.column
+    if same_place:
+        gap = previous.base - line.base
+        if gap > leading * 1.5 or gap < 0:
+            return True
+        indent = line.x0 - previous.x0
+        if indent > 0.6 * body and not line.mono:
+            return True
+        return bool(previous.text.endswith(_SENTENCE_END) and previous.x1 < line.x1 - 2 * body)
+    return line.x0 - previous.x0 > 0.6 * body and not line.mono and line.column == previous.column
+
+
+def _leading(lines: list[_Line], body: float) -> float:
+    """The usual baseline distance between consecutive body lines."""
+    gaps = [
+        a.base - b.base
+        for a, b in zip(lines, lines[1:], strict=False)
+        if a.page == b.page
+        and a.column == b.column
+        and abs(a.size - body) < 0.5  # noqa: PLR2004
+        and 0 < a.base - b.base < 3 * body
+    ]
+    return statistics.median(gaps) if gaps else 1.2 * body
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+def read_pdf(path: str | os.PathLike[str], *, password: str | None = None) -> PdfText:
+    """Read a PDF into Markdown with its section headings recovered.
+
+    Args:
+        path: The PDF file.
+        password: Password of an encrypted PDF.
+
+    Returns:
+        The text as Markdown, its headings, title and page offsets.
+
+    Raises:
+        PdfError: If the file is not a PDF, is encrypted (and no right password is given),
+            truncated, corrupt, or has no text layer (a scan: run OCR first). The message
+            names the file and the fix.
+    """
+    file = Path(path)
+    document = _open(file, password)
+    try:
+        pages: list[list[_Line]] = []
+        heights: list[float] = []
+        for index in range(len(document)):
+            lines, _, height = _read_lines(document, index)
+            pages.append(lines)
+            heights.append(height)
+        marks = _bookmarks(document)
+        metadata_title = (document.get_metadata_value("Title") or "").strip()
+    except pdfium.PdfiumError as err:
+        msg = f"{file}: corrupt PDF ({err}); download it again or repair it (qpdf, mutool)"
+        raise PdfError(msg) from err
+    finally:
+        document.close()
+    if not any(pages):
+        msg = (
+            f"{file}: no text layer (image-only or scanned); run OCR first, "
+            f"e.g. `ocrmypdf {file.name} ocr.pdf`"
+        )
+        raise PdfError(msg)
+    return _structure(pages, heights, marks, metadata_title or None)
+
+
+def _structure(
+    pages: list[list[_Line]],
+    heights: list[float],
+    marks: list[tuple[int, str, int, float | None]],
+    metadata_title: str | None,
+) -> PdfText:
+    """Recover headings and paragraphs from the lines of every page and render Markdown."""
+    _remove_furniture(pages, heights)
+    pages = [_reading_order(lines) for lines in pages]
+    flow = [line for lines in pages for line in lines]
+    body = _body_size(flow)
+    outline_used = bool(marks) and _apply_bookmarks(pages, marks)
+    flow = [line for lines in pages for line in lines]
+    title = metadata_title
+    hyphens = _Hyphens(flow)
+    if not outline_used:
+        found_title = _take_title(flow, body)
+        title = title or found_title
+        skip = _toc_pages(pages)
+        if _title_page(pages):
+            skip.add(0)
+        _heading_lines(flow, body, skip, hyphens)
+        _assign_levels([line for line in flow if line.role == "heading"], body)
+    leading = _leading([line for line in flow if line.role == "body"], body)
+    writer = _Writer(hyphens=hyphens)
+    previous: _Line | None = None
+    for line in flow:
+        if line.role == "heading":
+            writer.heading(line)
+            previous = line
+        elif line.role == "body":
+            writer.line(line, new_paragraph=_starts_paragraph(previous, line, body, leading))
+            previous = line
+        elif line.role == "title":
+            writer.page_starts.setdefault(line.page, 0)
+    writer.flush()
+    markdown = writer.text()
+    starts = []
+    next_start = len(markdown)
+    for number in reversed(range(len(pages))):
+        next_start = writer.page_starts.get(number, next_start)
+        starts.append(next_start)
+    starts.reverse()
+    return PdfText(
+        markdown=markdown,
+        title=title,
+        headings=tuple(writer.headings),
+        page_starts=tuple(starts),
+        pages=len(pages),
+        outline_used=outline_used,
+    )
+
+
