@@ -36,6 +36,7 @@ from langchain_gated_parent.splitters import (
     child_id,
     split_document,
 )
+from langchain_gated_parent.structure import warn_flat_structure
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -429,6 +430,13 @@ class GatedParentIndex:
         ]
         _refuse_duplicates([s.doc_id for s in splits])
         _refuse_empty(splits)
+        for document, split in zip(documents, splits, strict=True):
+            warn_flat_structure(
+                split.doc_id,
+                (p.metadata[keys.LEVEL] for p in split.parents),
+                sum(len(p.page_content) for p in split.parents),
+                document.metadata.get(keys.SOURCE),
+            )
         manifests = self._manifests([s.doc_id for s in splits])
         digests = [_content_hash(d) for d in documents]
         todo = [

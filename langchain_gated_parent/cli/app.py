@@ -6,7 +6,16 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from langchain_gated_parent.cli import delete, demo, index, query, serve, stats, verify
+from langchain_gated_parent.cli import (
+    delete,
+    demo,
+    index,
+    query,
+    sections,
+    serve,
+    stats,
+    verify,
+)
 from langchain_gated_parent.cli.common import PROG, CliError, Parser, echo
 
 if TYPE_CHECKING:
@@ -17,6 +26,7 @@ if TYPE_CHECKING:
 
 SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     index.add,
+    sections.add,
     query.add,
     delete.add,
     stats.add,

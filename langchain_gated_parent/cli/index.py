@@ -6,6 +6,7 @@ as one line naming it and the fix; the other files are still indexed, and the ex
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from langchain_gated_parent.cli.common import (
 from langchain_gated_parent.cli.ingest import DEFAULT_BATCH_SIZE, ingest
 from langchain_gated_parent.cli.options import add_index_option, positive_int
 from langchain_gated_parent.loaders import LoadError, PathError, load_documents
+from langchain_gated_parent.structure import StructureWarning
 
 if TYPE_CHECKING:
     import argparse
@@ -40,7 +42,17 @@ def run(args: argparse.Namespace) -> int:
         echo(f"{PROG}: error: {error}", err=True)
     if documents:
         index = open_index(args.index, create=True)
-        echo(ingest(index, documents, args.batch_size).summary())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StructureWarning)
+            totals = ingest(index, documents, args.batch_size)
+        for warning in caught:
+            if issubclass(warning.category, StructureWarning):
+                echo(f"{PROG}: warning: {warning.message}", err=True)
+            else:
+                warnings.warn_explicit(
+                    warning.message, warning.category, warning.filename, warning.lineno
+                )
+        echo(totals.summary())
     return EXIT_FAILURE if failed else 0
 
 
