@@ -1,4 +1,4 @@
-"""Small real PDFs for the tests, written with reportlab and pypdf: good ones and each kind of bad one."""
+"""Small real PDFs for the tests (reportlab, pypdf): a good one and each kind of bad one."""
 
 from __future__ import annotations
 
@@ -79,7 +79,8 @@ def write_encrypted_pdf(path: Path, source: Path) -> Path:
     from pypdf import PdfReader, PdfWriter
 
     writer = PdfWriter(clone_from=PdfReader(source))
-    writer.encrypt(user_password="secret", owner_password="owner", algorithm="RC4-128")  # no crypto library needed
+    # RC4 needs no crypto library; the passwords are throwaway test values.
+    writer.encrypt(user_password="secret", owner_password="owner", algorithm="RC4-128")  # noqa: S106
     with path.open("wb") as handle:
         writer.write(handle)
     return path
