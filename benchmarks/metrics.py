@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
+import unicodedata
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -254,3 +256,103 @@ def _check_evidence(evidence: frozenset[ParagraphKey]) -> None:
     if not evidence:
         msg = "the evidence set is empty; questions without evidence are not scored"
         raise ValueError(msg)
+
+
+# --------------------------------------------------------------------------- text-based mapping
+# Retrievers that read PDFs return text in no shared coordinate space with the truth, so their
+# results are mapped to truth paragraphs by text. Both sides go through `normalize_text`.
+
+_HYPHEN_BREAK = re.compile(r"-\s*")
+_NOT_WORD = re.compile(r"[\W_]+")
+SHINGLE = 4
+"""Words per shingle (word n-gram) when matching returned text to paragraphs."""
+MATCH_SHINGLES = 5
+"""Shared shingles for a returned text to count as overlapping a paragraph (fewer for a short
+paragraph: half of its shingles), the text analogue of a span overlapping it."""
+
+
+def normalize_text(text: str) -> str:
+    """Fold text for matching extracted text against the truth.
+
+    NFKC (ligatures such as "ﬁ" become "fi"), hyphens removed with the whitespace after them
+    (so a line-end break "classi-\\nfication" and "classification" agree, as do "state-of-the-art"
+    and a PDF's "state-of-the-\\nart"), case folded, punctuation and symbols turned into
+    spaces, whitespace collapsed.
+    """
+    text = _HYPHEN_BREAK.sub("", unicodedata.normalize("NFKC", text))
+    return " ".join(_NOT_WORD.sub(" ", text.casefold()).split())
+
+
+def _shingles(words: Sequence[str]) -> set[tuple[str, ...]]:
+    if len(words) < SHINGLE:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+
+
+class TextLocator:
+    """Map returned texts to the truth paragraphs they overlap, per paper, by normalised text.
+
+    A text overlaps a paragraph when they share at least :data:`MATCH_SHINGLES` word 4-grams
+    (half of the paragraph's, for a short one) after :func:`normalize_text`. Like
+    :class:`ParagraphLocator`, ranked texts give the distinct paragraphs by first occurrence,
+    the paragraphs of one text in document order.
+
+    Args:
+        paragraphs: For each paper id, its paragraph keys and texts in document order.
+    """
+
+    def __init__(self, paragraphs: Mapping[str, Sequence[tuple[ParagraphKey, str]]]) -> None:
+        """Index each paragraph's shingles by paper."""
+        self._paragraphs = {
+            pid: [(key, _shingles(normalize_text(text).split())) for key, text in paras]
+            for pid, paras in paragraphs.items()
+        }
+
+    def overlapping(self, paper_id: str, text: str) -> list[ParagraphKey]:
+        """The paragraphs of ``paper_id`` that ``text`` overlaps, in document order."""
+        found = _shingles(normalize_text(text).split())
+        if not found:
+            return []
+        keys: list[ParagraphKey] = []
+        for key, shingles in self._paragraphs.get(paper_id, []):
+            need = min(MATCH_SHINGLES, max(1, math.ceil(len(shingles) / 2)))
+            if len(shingles & found) >= need:
+                keys.append(key)
+        return keys
+
+    def ranked_paragraphs(self, results: Iterable[tuple[str, str]]) -> list[ParagraphKey]:
+        """The distinct paragraphs overlapped by ranked ``(paper_id, text)`` results."""
+        seen: set[ParagraphKey] = set()
+        ranked: list[ParagraphKey] = []
+        for paper_id, text in results:
+            for key in self.overlapping(paper_id, text):
+                if key not in seen:
+                    seen.add(key)
+                    ranked.append(key)
+        return ranked
+
+
+def evidence_recall_text(
+    texts: Sequence[str],
+    evidence_texts: Sequence[str],
+    budget: int,
+    encoding: TokenEncoding,
+) -> float:
+    """:func:`evidence_recall` on normalised text (:func:`normalize_text`), for extracted text.
+
+    An evidence paragraph is covered when its normalised text is a substring of the normalised
+    packed context. When the budget cut the context, its last word is dropped first: the cut
+    may fall inside that word or just before the paragraph's final punctuation, which
+    normalisation would otherwise hide (a paragraph cut before its last "." is not covered by
+    :func:`evidence_recall` either).
+    """
+    if not evidence_texts:
+        msg = "evidence_texts is empty; questions without evidence are not scored"
+        raise ValueError(msg)
+    packed = pack_context(texts, budget, encoding)
+    words = normalize_text(packed).split()
+    if packed != "\n\n".join(texts):
+        words = words[:-1]
+    context = " ".join(words)
+    covered = sum(1 for text in evidence_texts if normalize_text(text) in context)
+    return covered / len(evidence_texts)

@@ -66,6 +66,15 @@ class SearchResult:
 
     texts: list[str]
     spans: list[Span] | None
+    paper_ids: list[str] | None = None
+    """The paper of each returned text, for peers without spans (they read PDFs): their texts
+    are mapped to truth paragraphs by text (:class:`benchmarks.metrics.TextLocator`)."""
+
+    def papers(self) -> list[str] | None:
+        """The paper of each returned text, from ``paper_ids`` or the spans."""
+        if self.paper_ids is not None:
+            return self.paper_ids
+        return [span[0] for span in self.spans] if self.spans is not None else None
 
 
 @dataclass
