@@ -266,9 +266,10 @@ _HYPHEN_BREAK = re.compile(r"-\s*")
 _NOT_WORD = re.compile(r"[\W_]+")
 SHINGLE = 4
 """Words per shingle (word n-gram) when matching returned text to paragraphs."""
-MATCH_SHINGLES = 5
-"""Shared shingles for a returned text to count as overlapping a paragraph (fewer for a short
-paragraph: half of its shingles), the text analogue of a span overlapping it."""
+MATCH_SHARE = 0.5
+"""Share of the shorter side's shingles a returned text and a paragraph must have in common to
+overlap: the paragraph lies mostly inside the text, or the text mostly inside the paragraph. A
+few shared phrases or formula fragments between neighbouring paragraphs are not an overlap."""
 
 
 def normalize_text(text: str) -> str:
@@ -292,8 +293,12 @@ def _shingles(words: Sequence[str]) -> set[tuple[str, ...]]:
 class TextLocator:
     """Map returned texts to the truth paragraphs they overlap, per paper, by normalised text.
 
-    A text overlaps a paragraph when they share at least :data:`MATCH_SHINGLES` word 4-grams
-    (half of the paragraph's, for a short one) after :func:`normalize_text`. Like
+    A text overlaps a paragraph when, after :func:`normalize_text`, they share at least
+    :data:`MATCH_SHARE` of the word 4-grams of the shorter of the two. Unlike a span, a text
+    that only grazes a paragraph (a chunk ending a few words into it) does not count. Near-
+    duplicate paragraphs (a paper repeating a sentence in two sections) compete for the text's
+    4-grams: the best-matching paragraph takes them, and another counts only with enough 4-grams
+    of its own. Like
     :class:`ParagraphLocator`, ranked texts give the distinct paragraphs by first occurrence,
     the paragraphs of one text in document order.
 
@@ -313,12 +318,19 @@ class TextLocator:
         found = _shingles(normalize_text(text).split())
         if not found:
             return []
-        keys: list[ParagraphKey] = []
-        for key, shingles in self._paragraphs.get(paper_id, []):
-            need = min(MATCH_SHINGLES, max(1, math.ceil(len(shingles) / 2)))
-            if len(shingles & found) >= need:
-                keys.append(key)
-        return keys
+        candidates = []
+        for position, (key, shingles) in enumerate(self._paragraphs.get(paper_id, [])):
+            shared = shingles & found
+            need = max(1, math.ceil(MATCH_SHARE * min(len(shingles), len(found))))
+            if len(shared) >= need:
+                candidates.append((len(shared) / len(shingles), position, key, shared, need))
+        taken: set[tuple[str, ...]] = set()
+        kept: list[tuple[int, ParagraphKey]] = []
+        for _, position, key, shared, need in sorted(candidates, key=lambda c: (-c[0], c[1])):
+            if len(shared - taken) >= need:
+                kept.append((position, key))
+                taken |= shared
+        return [key for _, key in sorted(kept)]
 
     def ranked_paragraphs(self, results: Iterable[tuple[str, str]]) -> list[ParagraphKey]:
         """The distinct paragraphs overlapped by ranked ``(paper_id, text)`` results."""
