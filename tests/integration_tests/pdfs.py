@@ -31,6 +31,17 @@ PAGES = (
     ),
 )
 """Three pages, one section each: (heading, paragraphs). Each page has its own vocabulary."""
+OTHER_PAGES = (
+    (
+        "1 Site",
+        ["The observatory sits on a ridge at 2,400 m, above the inversion layer most nights."],
+    ),
+    (
+        "2 Instruments",
+        ["A 60 cm reflector with a cooled camera records the comet every clear night."],
+    ),
+)
+"""A second, unrelated document of two pages."""
 
 
 def write_pdf(path: Path, pages: tuple[tuple[str, list[str]], ...] = PAGES) -> Path:
