@@ -198,3 +198,17 @@ def test_sections_json_prints_the_tree(tmp_path, paper):
     assert pages[-1] == typeset["pages"] or pages[-1] == typeset["pages"] - 1
     text = gated_parent("sections", paper)
     assert text.stdout.splitlines()[0] == "paper.pdf (Knockdown notes): 3 sections, 3 pages"
+
+
+def test_an_index_with_the_old_unprefixed_keys_is_refused(tmp_path, embeddings):
+    from langchain_gated_parent.index import CONFIG_KEY, FORMAT_VERSION
+
+    directory = tmp_path / "index"
+    index = GatedParentIndex(embeddings, directory=directory)
+    index.add_documents([Document("# A\n\nSome text.", metadata={"doc_id": "a"})])
+    config = json.loads(index.docstore.mget([CONFIG_KEY])[0].page_content)
+    assert config["format_version"] == FORMAT_VERSION == 3
+    config["format_version"] = 2
+    index.docstore.mset([(CONFIG_KEY, Document(page_content=json.dumps(config)))])
+    with pytest.raises(ValueError, match=r"format version 2, .* reads format 3 .*rebuild it"):
+        GatedParentIndex(embeddings, directory=directory)
