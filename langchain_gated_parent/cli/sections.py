@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_gated_parent import keys
 from langchain_gated_parent.cli.common import EXIT_FAILURE, EXIT_USAGE, PROG, echo, refused
 from langchain_gated_parent.cli.output import shorten
-from langchain_gated_parent.loaders import LoadError, PathError, load_documents
+from langchain_gated_parent.loaders import LoadError, PathError, files_to_load, load_file
 from langchain_gated_parent.sections import parse_document
 from langchain_gated_parent.structure import flat_structure_advice
 
@@ -85,6 +85,16 @@ def document_record(document: Document) -> dict[str, Any]:
     }
 
 
+def _file_records(path: Path, name: str) -> list[dict[str, Any]] | str:
+    """The records of one file's documents, or the one-line error naming it."""
+    try:
+        return [document_record(d) for d in load_file(path, name)]
+    except LoadError as error:
+        return str(error)
+    except ValueError as error:  # a structured file that does not parse
+        return f"{path}: {error}"
+
+
 def _print_tree(record: dict[str, Any]) -> None:
     """A document as an indented outline: page, span, heading (or ``(preamble)``)."""
     title = f" ({record['title']})" if record["title"] else ""
@@ -101,14 +111,20 @@ def _print_tree(record: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print each file's section tree; a file that cannot be read is named on stderr (exit 1)."""
-    failed: list[LoadError] = []
+    """Print each file's section tree; a file that cannot be read is named on stderr (exit 1).
+
+    Unlike ``index``, two files may give the same document id (nothing is stored).
+    """
+    failed = 0
+    records: list[dict[str, Any]] = []
     with refused(EXIT_FAILURE, ImportError), refused(EXIT_USAGE, PathError):
-        documents = load_documents(args.paths, failed=failed)
-    for error in failed:
-        echo(f"{PROG}: error: {error}", err=True)
-    with refused(EXIT_FAILURE, ValueError):
-        records = [document_record(d) for d in documents]
+        for path, name in files_to_load(args.paths):
+            found = _file_records(path, name)
+            if isinstance(found, str):
+                failed += 1
+                echo(f"{PROG}: error: {found}", err=True)
+            else:
+                records.extend(found)
     if args.json:
         echo(json.dumps(records, indent=2, ensure_ascii=False))
     else:
