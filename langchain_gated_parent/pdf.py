@@ -82,7 +82,8 @@ class PdfText:
     Attributes:
         markdown: ``#`` headings by level, paragraphs separated by blank lines; body lines that
             Markdown would misread as headings or code fences are escaped with a backslash.
-        title: The document title (PDF metadata, else the largest text on the first page).
+        title: The document title: the largest text on the first page, else the PDF metadata
+            (which is often a file name or "untitled", so it comes second).
         headings: The headings in document order, as ``parse_markdown`` finds them.
         page_starts: Offset in ``markdown`` where the text of page ``n`` begins, at ``n - 1``.
         pages: Number of pages.
@@ -144,6 +145,8 @@ _MONO_NAME = re.compile(r"mono|courier|cmtt|typewriter|consol|[-+]tt|lmtt", re.I
 _FIXED_PITCH = 1
 _BOLD_WEIGHT = 600
 _BREAKS = re.compile(r"\r\n|\r|\n|\ufffe|\x02")
+_GUTTER_EMS = 1.5
+_WIDE_LINE = 0.45
 
 
 @dataclass
@@ -159,7 +162,6 @@ class _Line:
     bold: bool
     mono: bool
     hyphen: bool = False
-    bold_lead: str = ""
     column: int = 0
     role: str = "body"
     level: int = 0
@@ -213,21 +215,47 @@ def _page_text(textpage: Any, count: int) -> str:
     return "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage, i)) for i in range(count))
 
 
-def _bold_lead(page: _Page, text: str, start: int) -> str:
-    """The bold words a line starts with when the rest of it is not bold ('' otherwise)."""
-    end = 0
-    for offset, char in enumerate(text):
-        if char.isspace():
-            continue
-        if not page.font(start + offset)[1]:
-            break
-        end = offset + 1
-    lead = text[:end].strip()
-    return lead if 0 < end < len(text.rstrip()) else ""
+def _column_gap(chars: _Page, text: str, start: int, size: float) -> int | None:
+    """Offset in ``text`` of a space wider than two ems in its middle part, if any.
+
+    Text of two columns on one baseline can come out as one line when the page's content
+    stream interleaves them; the gutter then shows as a wide space near the line's middle.
+    """
+    low, high = int(len(text) * 0.25), int(len(text) * 0.75)
+    for offset in range(low, high):
+        if text[offset] == " " and text[offset - 1] != " " and text[offset + 1] != " ":
+            _, right, _, _ = chars.box(start + offset - 1)
+            left, _, _, _ = chars.box(start + offset + 1)
+            if left - right > _GUTTER_EMS * size:
+                return offset
+    return None
+
+
+def _make_line(chars: _Page, page: int, text: str, start: int, *, hyphen: bool) -> _Line:
+    """A line from the characters ``start .. start + len(text)`` (``text`` already stripped)."""
+    last = start + len(text) - 1
+    left, _, _, _ = chars.box(start)
+    _, right, _, _ = chars.box(last)
+    samples = [chars.font(i) for i in (start, (start + last) // 2, last)]
+    return _Line(
+        page=page,
+        text=unicodedata.normalize("NFKC", text),
+        x0=left,
+        x1=right,
+        base=chars.baseline(start),
+        size=statistics.median(sample[0] for sample in samples),
+        bold=samples[0][1] and samples[1][1],
+        mono=samples[0][2] and samples[1][2],
+        hyphen=hyphen,
+    )
 
 
 def _read_lines(document: Any, index: int) -> tuple[list[_Line], float, float]:
-    """Physical lines of page ``index`` and the page's width and height."""
+    """Physical lines of page ``index`` and the page's width and height.
+
+    pdfium ends lines with CR LF and marks a line-end hyphen with U+FFFE, then runs the next
+    line on; both are line breaks here, the hyphen remembered on the line it ends.
+    """
     page = document[index]
     width, height = page.get_size()
     textpage = page.get_textpage()
@@ -239,37 +267,24 @@ def _read_lines(document: Any, index: int) -> tuple[list[_Line], float, float]:
         position = 0
         for match in [*_BREAKS.finditer(text), None]:
             end = match.start() if match else len(text)
-            segment = text[position:end]
             hyphen = bool(match and match.group() in "\ufffe\x02")
-            first = len(segment) - len(segment.lstrip())
-            stripped = segment.strip()
-            if stripped:
-                start = position + first
-                last = start + len(stripped) - 1
-                left, _, _, _ = chars.box(start)
-                _, right, _, _ = chars.box(last)
-                samples = [chars.font(i) for i in (start, (start + last) // 2, last)]
-                size = statistics.median(s[0] for s in samples)
-                bold = samples[0][1] and samples[1][1]
-                mono = samples[0][2] and samples[1][2]
-                line = _Line(
-                    page=index,
-                    text=unicodedata.normalize("NFKC", stripped),
-                    x0=left,
-                    x1=right,
-                    base=chars.baseline(start),
-                    size=size,
-                    bold=bold,
-                    mono=mono,
-                    hyphen=hyphen,
-                )
-                if samples[0][1] and not samples[1][1]:
-                    line.bold_lead = unicodedata.normalize(
-                        "NFKC", _bold_lead(chars, stripped, start)
-                    )
-                lines.append(line)
-            elif hyphen and lines:
-                lines[-1].hyphen = True
+            pieces = [(position, text[position:end])]
+            while pieces:
+                offset, segment = pieces.pop(0)
+                stripped = segment.strip()
+                if not stripped:
+                    if hyphen and lines and not pieces:
+                        lines[-1].hyphen = True
+                    continue
+                start = offset + len(segment) - len(segment.lstrip())
+                line = _make_line(chars, index, stripped, start, hyphen=hyphen and not pieces)
+                gap = None
+                if line.x1 - line.x0 > _WIDE_LINE * width:
+                    gap = _column_gap(chars, stripped, start, line.size)
+                if gap is None:
+                    lines.append(line)
+                else:
+                    pieces[:0] = [(start, stripped[:gap]), (start + gap, stripped[gap:])]
             position = match.end() if match else len(text)
     finally:
         textpage.close()
@@ -387,14 +402,16 @@ _MAX_HEADING_INDENT = 2.5
 
 
 def _numbering(text: str) -> str | None:
-    """The section number a heading starts with ('3.2', 'A'), ``None`` when unnumbered."""
+    """The section number a heading starts with ('3.2', 'A.1'), ``None`` when unnumbered.
+
+    A bare letter counts only after 'Appendix' ('Appendix A Tools'): 'A Study of ...' is a
+    title, not appendix A.
+    """
     match = _NUMBERING.match(text)
     if not match:
         return None
     number = match.group(1)
-    if number.isalpha() and not re.match(r"^(?:appendix\s+)?[A-Z]\s+[A-Z]", text, re.I):
-        return None
-    if number.isalpha() and not text.lower().startswith("appendix") and len(text.split()) < 2:  # noqa: PLR2004
+    if number.isalpha() and not text.lower().startswith("appendix"):
         return None
     return number
 
@@ -545,7 +562,7 @@ def _take_title(lines: list[_Line], body: float) -> str | None:
             title_lines.append(line)
         elif title_lines:
             break
-    if not title_lines or _ABSTRACT.match(title_lines[0].text):
+    if not title_lines or _ABSTRACT.match(title_lines[0].text) or _numbering(title_lines[0].text):
         return None
     for line in title_lines:
         line.role = "title"
@@ -860,8 +877,7 @@ def _structure(
     title = metadata_title
     hyphens = _Hyphens(flow)
     if not outline_used:
-        found_title = _take_title(flow, body)
-        title = title or found_title
+        title = _take_title(flow, body) or title
         skip = _toc_pages(pages)
         if _title_page(pages):
             skip.add(0)
