@@ -33,7 +33,9 @@ from langchain_gated_parent.sections import parse_markdown
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-_NUMBER = re.compile(r"^(?:appendix\s+[a-z]\s+|\d{1,2}(?:\.\d{1,2})*\.?\s+|[a-z]\.\d{1,2}(?:\.\d{1,2})*\.?\s+)")
+_NUMBER = re.compile(
+    r"^(?:appendix\s+[a-z]\s+|\d{1,2}(?:\.\d{1,2})*\.?\s+|[a-z]\.\d{1,2}(?:\.\d{1,2})*\.?\s+)"
+)
 _LETTER = re.compile(r"^[a-z]\s+(?=\S)")
 _QUOTES = str.maketrans(dict.fromkeys("'\"\u2018\u2019\u201c\u201d`"))
 _KEY_CHARS = 40

@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import re
 import statistics
@@ -44,8 +45,7 @@ try:
     import pypdfium2.raw as pdfium_c
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     _msg = (
-        "reading PDFs needs pypdfium2; install it with "
-        '`pip install "langchain-gated-parent[pdf]"`'
+        'reading PDFs needs pypdfium2; install it with `pip install "langchain-gated-parent[pdf]"`'
     )
     raise ImportError(_msg) from _err
 
@@ -389,9 +389,12 @@ def _reading_order(lines: list[_Line]) -> list[_Line]:
 _NUMBERING = re.compile(
     r"^(?:(?:appendix|chapter|section)\s+)?((?:\d{1,2}|[A-Z])(?:\.\d{1,2})*)\.?\s+(?=\S)", re.I
 )
-_DOT_LEADER = re.compile(r"(?:\.\s?){4,}\s*\S*\s*$|\s\d+$")
-_CONTENTS = re.compile(r"^(?:table\s+of\s+)?contents$|^index$|^list\s+of\s+(?:figures|tables)$", re.I)
+_CONTENTS = re.compile(
+    r"^(?:table\s+of\s+)?contents$|^index$|^list\s+of\s+(?:figures|tables)$", re.I
+)
 _ABSTRACT = re.compile(r"^abstract[.:]?$", re.I)
+_LEADER = re.compile(r"(?:\.\s?){4,}")
+_LETTERS = re.compile(r"[^\W\d_]")
 _MAX_HEADING_WORDS = 16
 _MAX_HEADING_CHARS = 140
 _LARGER = 1.12
@@ -428,33 +431,30 @@ def _toc_pages(pages: list[list[_Line]]) -> set[int]:
     """Pages that are mostly dot-leader lines (tables of contents, indexes)."""
     found = set()
     for number, lines in enumerate(pages):
-        leaders = sum(1 for line in lines if re.search(r"(?:\.\s?){4,}", line.text))
+        leaders = sum(1 for line in lines if _LEADER.search(line.text))
         if lines and leaders / len(lines) >= _TOC_PAGE_SHARE:
             found.add(number)
     return found
 
 
 def _looks_like_heading(line: _Line, body: float) -> bool:
-    """Whether typography and text make ``line`` a heading candidate."""
+    """Whether typography and text make ``line`` a heading candidate.
+
+    Larger than body or bold, short, not code, not a contents entry (dot leaders), not a
+    sentence fragment (lowercase start, trailing comma).
+    """
+    if not (line.bold or line.size >= body * _LARGER) or line.mono:
+        return False
     text = line.text
-    letters = sum(char.isalpha() for char in text)
-    if (
-        letters < 2  # noqa: PLR2004
-        or line.words > _MAX_HEADING_WORDS
+    return not (
+        line.words > _MAX_HEADING_WORDS
         or len(text) > _MAX_HEADING_CHARS
-        or line.mono
+        or text[0].islower()
+        or text.endswith((",", ";"))
         or _CONTENTS.match(text)
-        or re.search(r"(?:\.\s?){4,}", text)
-    ):
-        return False
-    if _ABSTRACT.match(text) and (line.bold or line.size >= body * _LARGER):
-        return True
-    larger = line.size >= body * _LARGER
-    if not (larger or line.bold):
-        return False
-    if text.endswith((",", ";")) or text[0].islower():
-        return False
-    return larger or line.bold
+        or _LEADER.search(text)
+        or len(_LETTERS.findall(text)) < 2  # noqa: PLR2004
+    )
 
 
 def _heading_lines(
@@ -505,7 +505,7 @@ def _continues_heading(previous: _Line | None, line: _Line) -> bool:
         and len(previous.title.split()) + line.words <= 2 * _MAX_HEADING_WORDS
         and not _numbering(line.text)
         and not _ABSTRACT.match(previous.title)
-        and not re.search(r"(?:\.\s?){4,}", line.text)
+        and not _LEADER.search(line.text)
     )
 
 
@@ -665,9 +665,7 @@ def _apply_bookmarks(
         return False
     for page, line in placed:
         lines = pages[page]
-        position = next(
-            (i for i, other in enumerate(lines) if line.base >= other.base), len(lines)
-        )
+        position = next((i for i, other in enumerate(lines) if line.base >= other.base), len(lines))
         lines.insert(position, line)
     return True
 
@@ -683,7 +681,11 @@ def _synthetic(page: int, title: str, level: int, y: float | None) -> _Line:
 # Paragraphs and Markdown
 
 _MARKDOWN_TRAP = re.compile(r"^(\s{0,3})(#|`{3}|~{3}|=+\s*$|-+\s*$)")
-_SENTENCE_END = (".", "!", "?", ":", '."', ".'", ".)")
+_INDENT_EMS = 0.6
+_SHORT_EMS = 2.0
+_PARAGRAPH_GAP = 1.5
+_MAX_LEADING = 3.0
+_SAME_SIZE = 0.5
 
 
 def _escape(line: str) -> str:
@@ -786,35 +788,57 @@ class _Writer:
         return "".join(self.parts)
 
 
-def _starts_paragraph(previous: _Line | None, line: _Line, body: float, leading: float) -> bool:
-    """Whether ``line`` begins a new paragraph after ``previous`` (same flow)."""
-    if previous is None or previous.role != "body":
-        return True
-    if previous.mono != line.mono:
-        return True
-    same_place = previous.page == line.page and previous.column == line.column
-    if same_place:
-        gap = previous.base - line.base
-        if gap > leading * 1.5 or gap < 0:
-            return True
-        indent = line.x0 - previous.x0
-        if indent > 0.6 * body and not line.mono:
-            return True
-        return bool(previous.text.endswith(_SENTENCE_END) and previous.x1 < line.x1 - 2 * body)
-    return line.x0 - previous.x0 > 0.6 * body and not line.mono and line.column == previous.column
+class _Paragraphs:
+    """Decides where paragraphs start, from the margins and line spacing of each page column.
 
+    A line starts a paragraph after a heading, when code starts or stops, after a vertical gap
+    wider than the usual line spacing, when it is indented from its column's left margin
+    (unless the line before was indented too and ran to the right margin: a list item's second
+    line), or when the line before stopped short of the right margin.
+    """
 
-def _leading(lines: list[_Line], body: float) -> float:
-    """The usual baseline distance between consecutive body lines."""
-    gaps = [
-        a.base - b.base
-        for a, b in zip(lines, lines[1:], strict=False)
-        if a.page == b.page
-        and a.column == b.column
-        and abs(a.size - body) < 0.5  # noqa: PLR2004
-        and 0 < a.base - b.base < 3 * body
-    ]
-    return statistics.median(gaps) if gaps else 1.2 * body
+    def __init__(self, lines: list[_Line], body: float) -> None:
+        self._body = body
+        self._lefts = _column_lefts(lines)
+        gaps = [
+            a.base - b.base
+            for a, b in itertools.pairwise(lines)
+            if a.page == b.page
+            and a.column == b.column
+            and abs(a.size - body) < _SAME_SIZE
+            and 0 < a.base - b.base < _MAX_LEADING * body
+        ]
+        self._leading = statistics.median(gaps) if gaps else 1.2 * body
+
+    def _indented(self, line: _Line) -> bool:
+        return line.x0 - self._lefts[line.page, line.column] > _INDENT_EMS * self._body
+
+    def _reach(self, line: _Line) -> float:
+        """How far right of its column's left margin a line ends."""
+        return line.x1 - self._lefts[line.page, line.column]
+
+    def starts(self, before: _Line | None, previous: _Line | None, line: _Line) -> bool:
+        """Whether ``line`` begins a new paragraph after ``previous`` (``before`` precedes it).
+
+        A line stopped short when it ends well left of both of its neighbours, so an inset block
+        (an abstract set narrower than the text) is measured against itself.
+        """
+        if previous is None or previous.role != "body" or previous.mono != line.mono:
+            return True
+        if line.mono:
+            return previous.page == line.page and not (
+                0 < previous.base - line.base < _PARAGRAPH_GAP * self._leading
+            )
+        neighbours = [self._reach(line)]
+        if before is not None and before.role == "body":
+            neighbours.append(self._reach(before))
+        if self._reach(previous) < max(neighbours) - _SHORT_EMS * self._body:
+            return True
+        if previous.page == line.page and previous.column == line.column:
+            gap = previous.base - line.base
+            if not 0 < gap < _PARAGRAPH_GAP * self._leading:
+                return True
+        return self._indented(line) and not self._indented(previous)
 
 
 # --------------------------------------------------------------------------------------------
@@ -883,16 +907,17 @@ def _structure(
             skip.add(0)
         _heading_lines(flow, body, skip, hyphens)
         _assign_levels([line for line in flow if line.role == "heading"], body)
-    leading = _leading([line for line in flow if line.role == "body"], body)
+    paragraphs = _Paragraphs([line for line in flow if line.role == "body"], body)
     writer = _Writer(hyphens=hyphens)
+    before: _Line | None = None
     previous: _Line | None = None
     for line in flow:
         if line.role == "heading":
             writer.heading(line)
-            previous = line
+            before, previous = previous, line
         elif line.role == "body":
-            writer.line(line, new_paragraph=_starts_paragraph(previous, line, body, leading))
-            previous = line
+            writer.line(line, new_paragraph=paragraphs.starts(before, previous, line))
+            before, previous = previous, line
         elif line.role == "title":
             writer.page_starts.setdefault(line.page, 0)
     writer.flush()
@@ -911,5 +936,3 @@ def _structure(
         pages=len(pages),
         outline_used=outline_used,
     )
-
-
