@@ -146,7 +146,6 @@ _FIXED_PITCH = 1
 _BOLD_WEIGHT = 600
 _BREAKS = re.compile(r"\r\n|\r|\n|\ufffe|\x02")
 _GUTTER_EMS = 1.5
-_WIDE_LINE = 0.45
 
 
 @dataclass
@@ -191,6 +190,19 @@ class _Page:
         pdfium_c.FPDFText_GetCharBox(self._tp, index, left, right, bottom, top)
         return left.value, right.value, bottom.value, top.value
 
+    def rects(self, start: int, count: int) -> list[tuple[float, float, float, float]]:
+        """``(left, right, bottom, top)`` of pdfium's text runs over ``count`` characters."""
+        left, top, right, bottom = self._box
+        found = []
+        for rect in range(pdfium_c.FPDFText_CountRects(self._tp, start, count)):
+            pdfium_c.FPDFText_GetRect(self._tp, rect, left, top, right, bottom)
+            found.append((left.value, right.value, bottom.value, top.value))
+        return found
+
+    def index_at(self, x: float, y: float) -> int:
+        """Index of the character at ``(x, y)``, -1 when there is none."""
+        return int(pdfium_c.FPDFText_GetCharIndexAtPos(self._tp, x, y, 2.0, 2.0))
+
     def baseline(self, index: int) -> float:
         """Y of the character's origin (its baseline)."""
         pdfium_c.FPDFText_GetCharOrigin(self._tp, index, self._x, self._y)
@@ -215,19 +227,19 @@ def _page_text(textpage: Any, count: int) -> str:
     return "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage, i)) for i in range(count))
 
 
-def _column_gap(chars: _Page, text: str, start: int, size: float) -> int | None:
-    """Offset in ``text`` of a space wider than two ems in its middle part, if any.
+def _column_gap(chars: _Page, start: int, count: int, size: float) -> int | None:
+    """Index of the first character after a gap wider than a column gutter, if any.
 
     Text of two columns on one baseline can come out as one line when the page's content
-    stream interleaves them; the gutter then shows as a wide space near the line's middle.
+    stream interleaves them. pdfium's text rectangles for the line then show the gutter.
     """
-    low, high = int(len(text) * 0.25), int(len(text) * 0.75)
-    for offset in range(low, high):
-        if text[offset] == " " and text[offset - 1] != " " and text[offset + 1] != " ":
-            _, right, _, _ = chars.box(start + offset - 1)
-            left, _, _, _ = chars.box(start + offset + 1)
-            if left - right > _GUTTER_EMS * size:
-                return offset
+    rects = chars.rects(start, count)
+    for (_, right, low, high), (left, _, bottom, top) in itertools.pairwise(rects):
+        same_row = abs(low - bottom) < size / 2 and abs(high - top) < size
+        if same_row and left - right > _GUTTER_EMS * size:
+            index = chars.index_at(left + 0.5, (bottom + top) / 2)
+            if start < index < start + count:
+                return index
     return None
 
 
@@ -278,13 +290,12 @@ def _read_lines(document: Any, index: int) -> tuple[list[_Line], float, float]:
                     continue
                 start = offset + len(segment) - len(segment.lstrip())
                 line = _make_line(chars, index, stripped, start, hyphen=hyphen and not pieces)
-                gap = None
-                if line.x1 - line.x0 > _WIDE_LINE * width:
-                    gap = _column_gap(chars, stripped, start, line.size)
+                gap = _column_gap(chars, start, len(stripped), line.size)
                 if gap is None:
                     lines.append(line)
                 else:
-                    pieces[:0] = [(start, stripped[:gap]), (start + gap, stripped[gap:])]
+                    cut = gap - start
+                    pieces[:0] = [(start, stripped[:cut]), (gap, stripped[cut:])]
             position = match.end() if match else len(text)
     finally:
         textpage.close()
@@ -353,8 +364,9 @@ def _reading_order(lines: list[_Line]) -> list[_Line]:
     """
     if not lines:
         return lines
-    left_edge = min(line.x0 for line in lines)
-    right_edge = max(line.x1 for line in lines)
+    starts, ends = sorted(line.x0 for line in lines), sorted(line.x1 for line in lines)
+    left_edge = starts[len(starts) // 20]  # percentiles: an overfull line may stick out
+    right_edge = ends[-1 - len(ends) // 20]
     middle = (left_edge + right_edge) / 2
     tolerance = 0.01 * (right_edge - left_edge)
     for line in lines:
@@ -364,6 +376,14 @@ def _reading_order(lines: list[_Line]) -> list[_Line]:
             line.column = 2
         else:
             line.column = 0
+    for line in lines:  # a column line overflowing into the gutter has a neighbour beside it
+        if line.column == 0 and any(
+            other.column != 0
+            and abs(other.base - line.base) < line.size
+            and (other.x0 >= line.x1 or other.x1 <= line.x0)
+            for other in lines
+        ):
+            line.column = 1 if line.x0 < middle else 2
     by_column = Counter(line.column for line in lines)
     top_down = sorted(lines, key=lambda line: (-round(line.base, 0), line.x0))
     if by_column[1] < _MIN_COLUMN_LINES or by_column[2] < _MIN_COLUMN_LINES:
