@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import os
 import re
 import statistics
 import unicodedata
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Iterable, Sequence
 
 try:
@@ -140,8 +140,10 @@ def _open(path: Path, password: str | None) -> Any:
 # --------------------------------------------------------------------------------------------
 # Lines
 
-_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi|medi(?!um)|cmbx|[-+]bx|bx\d", re.I)
-_MONO_NAME = re.compile(r"mono|courier|cmtt|typewriter|consol|[-+]tt|lmtt", re.I)
+_BOLD_NAME = re.compile(
+    r"bold|black|heavy|semibold|demi|medi(?!um)|cmbx|[-+]bx|bx\d", re.IGNORECASE
+)
+_MONO_NAME = re.compile(r"mono|courier|cmtt|typewriter|consol|[-+]tt|lmtt", re.IGNORECASE)
 _FIXED_PITCH = 1
 _BOLD_WEIGHT = 600
 _BREAKS = re.compile(r"\r\n|\r|\n|\ufffe|\x02")
@@ -306,7 +308,9 @@ def _read_lines(document: Any, index: int) -> tuple[list[_Line], float, float]:
 # --------------------------------------------------------------------------------------------
 # Page furniture: running heads, footers, page numbers
 
-_PAGE_NUMBER = re.compile(r"^(?:page\s+)?(?:\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d+)?$", re.I)
+_PAGE_NUMBER = re.compile(
+    r"^(?:page\s+)?(?:\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d+)?$", re.IGNORECASE
+)
 _DIGITS = re.compile(r"\d+")
 _EDGE_LINES = 3
 
@@ -355,18 +359,15 @@ def _edge_lines(lines: Sequence[_Line]) -> list[_Line]:
 _MIN_COLUMN_LINES = 6
 
 
-def _reading_order(lines: list[_Line]) -> list[_Line]:
-    """Lines of one page in reading order: full-width bands, and columns left before right.
+def _assign_columns(lines: list[_Line]) -> bool:
+    """Set each line's column (1 left, 2 right, 0 across); ``True`` if the page has two.
 
-    A page is two-column when enough lines sit wholly in each half of the text area. Lines that
-    cross the middle break the page into bands; within a band the left column is read top to
-    bottom before the right one.
+    A page is two-column when enough lines sit wholly in each half of its text area (edges
+    taken at percentiles: an overfull line may stick out). A line crossing the middle that has
+    a column line beside it is an overfull column line, not a full-width one.
     """
-    if not lines:
-        return lines
     starts, ends = sorted(line.x0 for line in lines), sorted(line.x1 for line in lines)
-    left_edge = starts[len(starts) // 20]  # percentiles: an overfull line may stick out
-    right_edge = ends[-1 - len(ends) // 20]
+    left_edge, right_edge = starts[len(starts) // 20], ends[-1 - len(ends) // 20]
     middle = (left_edge + right_edge) / 2
     tolerance = 0.01 * (right_edge - left_edge)
     for line in lines:
@@ -376,30 +377,42 @@ def _reading_order(lines: list[_Line]) -> list[_Line]:
             line.column = 2
         else:
             line.column = 0
-    for line in lines:  # a column line overflowing into the gutter has a neighbour beside it
-        if line.column == 0 and any(
-            other.column != 0
-            and abs(other.base - line.base) < line.size
-            and (other.x0 >= line.x1 or other.x1 <= line.x0)
-            for other in lines
-        ):
-            line.column = 1 if line.x0 < middle else 2
     by_column = Counter(line.column for line in lines)
-    top_down = sorted(lines, key=lambda line: (-round(line.base, 0), line.x0))
     if by_column[1] < _MIN_COLUMN_LINES or by_column[2] < _MIN_COLUMN_LINES:
         for line in lines:
             line.column = 0
+        return False
+    placed = [line for line in lines if line.column]
+    for line in lines:
+        if line.column == 0 and any(
+            abs(other.base - line.base) < line.size and (other.x0 >= line.x1 or other.x1 <= line.x0)
+            for other in placed
+        ):
+            line.column = 1 if line.x0 < middle else 2
+    return True
+
+
+def _reading_order(lines: list[_Line]) -> list[_Line]:
+    """Lines of one page in reading order: full-width bands, and columns left before right.
+
+    Lines that cross the middle break the page into bands; within a band the left column is
+    read top to bottom before the right one.
+    """
+    if not lines:
+        return lines
+    top_down = sorted(lines, key=lambda line: (-round(line.base, 0), line.x0))
+    if not _assign_columns(lines):
         return top_down
     ordered: list[_Line] = []
     band: list[_Line] = []
-    for line in top_down:
-        if line.column == 0:
-            ordered += [x for x in band if x.column == 1] + [x for x in band if x.column == 2]
+    for line in [*top_down, None]:
+        if line is None or line.column == 0:
+            ordered += sorted(band, key=lambda x: x.column)  # stable: top to bottom per column
             band = []
-            ordered.append(line)
+            if line is not None:
+                ordered.append(line)
         else:
             band.append(line)
-    ordered += [x for x in band if x.column == 1] + [x for x in band if x.column == 2]
     return ordered
 
 
@@ -407,18 +420,22 @@ def _reading_order(lines: list[_Line]) -> list[_Line]:
 # Headings from typography
 
 _NUMBERING = re.compile(
-    r"^(?:(?:appendix|chapter|section)\s+)?((?:\d{1,2}|[A-Z])(?:\.\d{1,2})*)\.?\s+(?=\S)", re.I
+    r"^(?:(?:appendix|chapter|section)\s+)?((?:\d{1,2}|[A-Z])(?:\.\d{1,2})*)\.?\s+(?=\S)",
+    re.IGNORECASE,
 )
 _CONTENTS = re.compile(
-    r"^(?:table\s+of\s+)?contents$|^index$|^list\s+of\s+(?:figures|tables)$", re.I
+    r"^(?:table\s+of\s+)?contents$|^index$|^list\s+of\s+(?:figures|tables)$", re.IGNORECASE
 )
-_ABSTRACT = re.compile(r"^abstract[.:]?$", re.I)
+_ABSTRACT = re.compile(r"^abstract[.:]?$", re.IGNORECASE)
 _LEADER = re.compile(r"(?:\.\s?){4,}")
 _LETTERS = re.compile(r"[^\W\d_]")
 _MAX_HEADING_WORDS = 16
 _MAX_HEADING_CHARS = 140
 _LARGER = 1.12
 _TOC_PAGE_SHARE = 0.3
+_MAX_LEVEL = 6  # Markdown has six heading levels
+_MIN_LETTERS = 2
+_SAME_STYLE = 0.3  # points: sizes closer than this are one style
 _TITLE_PAGE_MIN_PAGES = 4
 _TITLE_PAGE_MAX_LINES = 15
 _MAX_HEADING_INDENT = 2.5
@@ -473,7 +490,7 @@ def _looks_like_heading(line: _Line, body: float) -> bool:
         or text.endswith((",", ";"))
         or _CONTENTS.match(text)
         or _LEADER.search(text)
-        or len(_LETTERS.findall(text)) < 2  # noqa: PLR2004
+        or len(_LETTERS.findall(text)) < _MIN_LETTERS
     )
 
 
@@ -518,7 +535,7 @@ def _continues_heading(previous: _Line | None, line: _Line) -> bool:
         and previous.role == "heading"
         and previous.page == line.page
         and previous.column == line.column
-        and abs(previous.size - line.size) < 0.3  # noqa: PLR2004
+        and abs(previous.size - line.size) < _SAME_STYLE
         and previous.bold == line.bold
         and not line.mono
         and 0 < previous.base - line.base < 1.8 * line.size
@@ -529,43 +546,43 @@ def _continues_heading(previous: _Line | None, line: _Line) -> bool:
     )
 
 
-def _assign_levels(headings: list[_Line], body: float) -> None:
-    """Levels from numbering depth where present, else from font size and weight.
+def _style(line: _Line) -> tuple[float, bool]:
+    """A heading's typographic style: size to the half point, and weight."""
+    return round(line.size * 2) / 2, line.bold
 
-    Styles (size, bold) seen on numbered headings take the most common depth of those; other
-    styles rank below and above them by size, so an unnumbered paper's sizes map to levels.
+
+def _style_levels(headings: list[_Line]) -> dict[tuple[float, bool], int]:
+    """Map each heading style to a level.
+
+    Styles seen on numbered headings take the most common depth of those numbers; the other
+    styles, in order of size (bold first), sit one level below the style before them, so an
+    unnumbered paper's sizes still map to levels.
     """
-    style_depths: dict[tuple[float, bool], Counter[int]] = defaultdict(Counter)
-
-    def style(line: _Line) -> tuple[float, bool]:
-        return round(line.size * 2) / 2, line.bold
-
+    depths: dict[tuple[float, bool], Counter[int]] = defaultdict(Counter)
     for line in headings:
         number = _numbering(line.title)
         if number:
-            style_depths[style(line)][number.count(".") + 1] += 1
-    styles = sorted({style(line) for line in headings}, key=lambda s: (-s[0], not s[1]))
-    level_of: dict[tuple[float, bool], int] = {}
-    for rank, key in enumerate(styles, start=1):
-        if style_depths[key]:
-            level_of[key] = style_depths[key].most_common(1)[0][0]
+            depths[_style(line)][number.count(".") + 1] += 1
+    levels: dict[tuple[float, bool], int] = {}
     deepest = 0
-    for key in styles:
-        if key in level_of:
-            deepest = level_of[key]
-        else:
-            deepest += 1
-            level_of[key] = deepest
+    for key in sorted({_style(line) for line in headings}, key=lambda s: (-s[0], not s[1])):
+        deepest = depths[key].most_common(1)[0][0] if depths[key] else deepest + 1
+        levels[key] = deepest
+    return levels
+
+
+def _assign_levels(headings: list[_Line]) -> None:
+    """Levels from numbering depth where present, else from the heading's style."""
+    levels = _style_levels(headings)
     for line in headings:
         number = _numbering(line.title)
         if _ABSTRACT.match(line.title):
-            line.level = 1
+            level = 1
         elif number:
-            line.level = number.count(".") + 1
+            level = number.count(".") + 1
         else:
-            line.level = level_of[style(line)]
-        line.level = max(1, min(line.level, 6))
-    del body
+            level = levels[_style(line)]
+        line.level = max(1, min(level, _MAX_LEVEL))
 
 
 def _take_title(lines: list[_Line], body: float) -> str | None:
@@ -578,7 +595,7 @@ def _take_title(lines: list[_Line], body: float) -> str | None:
         return None
     title_lines: list[_Line] = []
     for line in first_page:
-        if abs(line.size - biggest) < 0.3 and not line.mono:  # noqa: PLR2004
+        if abs(line.size - biggest) < _SAME_STYLE and not line.mono:
             title_lines.append(line)
         elif title_lines:
             break
@@ -636,48 +653,55 @@ def _bookmarks(document: Any) -> list[tuple[int, str, int, float | None]]:
     return found
 
 
+def _find_title(
+    pages: list[list[_Line]], title: str, page: int, y: float | None
+) -> tuple[int, int, int] | None:
+    """Where ``title`` is printed: ``(page, first line, line count)``, else ``None``.
+
+    Looks on the bookmark's page, then the next, for one line or two consecutive lines that
+    read as the title, with or without a section number, nearest the destination height first.
+    """
+    target = _normal(title)
+    for number in (page, page + 1)[: max(0, len(pages) - page)]:
+        lines = pages[number]
+        order = sorted(
+            range(len(lines)), key=lambda i: abs(lines[i].base - y) if y is not None else i
+        )
+        for index in order:
+            if lines[index].role != "body":
+                continue
+            text = lines[index].text
+            candidates = [text]
+            if index + 1 < len(lines):
+                candidates.append(f"{text} {lines[index + 1].text}")
+            for count, candidate in enumerate(candidates, start=1):
+                if target in {_normal(candidate), _normal(_strip_number(candidate))}:
+                    return number, index, count
+    return None
+
+
 def _apply_bookmarks(
     pages: list[list[_Line]], marks: list[tuple[int, str, int, float | None]]
 ) -> bool:
     """Turn the lines bookmarks point at into headings; ``False`` if too few are found.
 
-    A bookmark is found when the text of one line, or two consecutive lines, on its page (or
-    the next) equals its title, with or without the section number. Unfound bookmarks still
-    become headings, placed at their destination height.
+    Bookmarks are trusted only when most of them are printed where they point (else the
+    typography decides). A bookmark whose title is not found still becomes a heading, placed
+    at its destination height.
     """
     found = 0
     placed: list[tuple[int, _Line]] = []
     for level, title, page, y in marks:
-        target = _normal(title)
-        hit = None
-        for number in (page, page + 1):
-            if number >= len(pages):
-                break
-            lines = pages[number]
-            for index, line in enumerate(lines):
-                if line.role != "body":
-                    continue
-                candidates = [line.text]
-                if index + 1 < len(lines):
-                    candidates.append(f"{line.text} {lines[index + 1].text}")
-                for count, text in enumerate(candidates, start=1):
-                    if target in {_normal(text), _normal(_strip_number(text))}:
-                        hit = (number, index, count)
-                        break
-                if hit:
-                    break
-            if hit:
-                break
-        if hit:
-            found += 1
-            number, index, count = hit
-            lines = pages[number]
-            head = lines[index]
-            head.role, head.level, head.title = "heading", level, title
-            for extra in lines[index + 1 : index + count]:
-                extra.role = "merged"
-        else:
+        hit = _find_title(pages, title, page, y)
+        if hit is None:
             placed.append((page, _synthetic(page, title, level, y)))
+            continue
+        found += 1
+        number, index, count = hit
+        head = pages[number][index]
+        head.role, head.level, head.title = "heading", min(level, _MAX_LEVEL), title
+        for extra in pages[number][index + 1 : index + count]:
+            extra.role = "merged"
     if not marks or found / len(marks) < _MATCH_SHARE:
         for lines in pages:
             for line in lines:
@@ -693,7 +717,7 @@ def _apply_bookmarks(
 def _synthetic(page: int, title: str, level: int, y: float | None) -> _Line:
     """A heading line for a bookmark whose title is not on its page."""
     line = _Line(page, title, 0.0, 0.0, y if y is not None else 1e9, 0.0, bold=True, mono=False)
-    line.role, line.level, line.title = "heading", level, title
+    line.role, line.level, line.title = "heading", min(level, _MAX_LEVEL), title
     return line
 
 
@@ -926,7 +950,7 @@ def _structure(
         if _title_page(pages):
             skip.add(0)
         _heading_lines(flow, body, skip, hyphens)
-        _assign_levels([line for line in flow if line.role == "heading"], body)
+        _assign_levels([line for line in flow if line.role == "heading"])
     paragraphs = _Paragraphs([line for line in flow if line.role == "body"], body)
     writer = _Writer(hyphens=hyphens)
     before: _Line | None = None

@@ -237,18 +237,21 @@ def test_body_lines_that_look_like_markdown_are_escaped(tmp_path: Path) -> None:
 # -- bad files -------------------------------------------------------------------------------
 
 
+SECRET = "s3cret"  # noqa: S105  # the test's own throwaway password
+
+
 def test_encrypted_pdf(tmp_path: Path) -> None:
     plain = write_pdf(tmp_path / "plain.pdf", paper_pages())
     writer = PdfWriter(clone_from=PdfReader(plain))
-    writer.encrypt("s3cret", algorithm="RC4-128")
+    writer.encrypt(SECRET, algorithm="RC4-128")
     locked = tmp_path / "locked.pdf"
     with locked.open("wb") as handle:
         writer.write(handle)
     with pytest.raises(PdfError, match=r"locked\.pdf.*encrypted.*password"):
         read_pdf(locked)
     with pytest.raises(PdfError, match=r"locked\.pdf.*password given is wrong"):
-        read_pdf(locked, password="nope")
-    assert read_pdf(locked, password="s3cret").headings[0].title == "Abstract"
+        read_pdf(locked, password=SECRET[::-1])
+    assert read_pdf(locked, password=SECRET).headings[0].title == "Abstract"
 
 
 def test_truncated_pdf(tmp_path: Path) -> None:
