@@ -727,6 +727,7 @@ def _synthetic(page: int, title: str, level: int, y: float | None) -> _Line:
 _MARKDOWN_TRAP = re.compile(r"^(\s{0,3})(#|`{3}|~{3}|=+\s*$|-+\s*$)")
 _INDENT_EMS = 0.6
 _SHORT_EMS = 2.0
+_ITEM_EMS = 4.0
 _PARAGRAPH_GAP = 1.5
 _MAX_LEADING = 3.0
 _SAME_SIZE = 0.5
@@ -853,6 +854,12 @@ class _Paragraphs:
             and 0 < a.base - b.base < _MAX_LEADING * body
         ]
         self._leading = statistics.median(gaps) if gaps else 1.2 * body
+        reaches: dict[tuple[int, int], list[float]] = defaultdict(list)
+        for line in lines:
+            reaches[line.page, line.column].append(self._reach(line))
+        self._full = {
+            key: sorted(values)[int(0.9 * (len(values) - 1))] for key, values in reaches.items()
+        }
 
     def _indented(self, line: _Line) -> bool:
         return line.x0 - self._lefts[line.page, line.column] > _INDENT_EMS * self._body
@@ -861,22 +868,32 @@ class _Paragraphs:
         """How far right of its column's left margin a line ends."""
         return line.x1 - self._lefts[line.page, line.column]
 
-    def starts(self, before: _Line | None, previous: _Line | None, line: _Line) -> bool:
-        """Whether ``line`` begins a new paragraph after ``previous`` (``before`` precedes it).
+    def _short(self, before: _Line | None, previous: _Line, line: _Line) -> bool:
+        """Whether ``previous`` stopped well short of the right margin.
 
-        A line stopped short when it ends well left of both of its neighbours, so an inset block
-        (an abstract set narrower than the text) is measured against itself.
+        The margin is the column's. Between two lines inset from the left it is the farther end
+        of the neighbours, ``before`` and ``line`` (an abstract set narrower than the text),
+        unless both lines end far short of the column (list items, display lines).
         """
+        full = self._full[previous.page, previous.column]
+        if not (self._indented(previous) and self._indented(line)):
+            return self._reach(previous) < full - _SHORT_EMS * self._body
+        if max(self._reach(previous), self._reach(line)) < full - _ITEM_EMS * self._body:
+            return True  # short indented lines one after another: list items, display lines
+        neighbours = [self._reach(line)]
+        if before is not None and before.role == "body":
+            neighbours.append(self._reach(before))
+        return self._reach(previous) < max(neighbours) - _SHORT_EMS * self._body
+
+    def starts(self, before: _Line | None, previous: _Line | None, line: _Line) -> bool:
+        """Whether ``line`` begins a new paragraph after ``previous`` (``before`` precedes it)."""
         if previous is None or previous.role != "body" or previous.mono != line.mono:
             return True
         if line.mono:
             return previous.page == line.page and not (
                 0 < previous.base - line.base < _PARAGRAPH_GAP * self._leading
             )
-        neighbours = [self._reach(line)]
-        if before is not None and before.role == "body":
-            neighbours.append(self._reach(before))
-        if self._reach(previous) < max(neighbours) - _SHORT_EMS * self._body:
+        if self._short(before, previous, line):
             return True
         if previous.page == line.page and previous.column == line.column:
             gap = previous.base - line.base
