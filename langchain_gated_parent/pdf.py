@@ -363,7 +363,8 @@ def _assign_columns(lines: list[_Line]) -> bool:
     """Set each line's column (1 left, 2 right, 0 across); ``True`` if the page has two.
 
     A page is two-column when enough lines sit wholly in each half of its text area (edges
-    taken at percentiles: an overfull line may stick out). A line crossing the middle that has
+    taken at percentiles: an overfull line may stick out) and most right-half lines start at
+    one margin (short lines and display fragments of a one-column page do not). A line crossing the middle that has
     a column line beside it is an overfull column line, not a full-width one.
     """
     starts, ends = sorted(line.x0 for line in lines), sorted(line.x1 for line in lines)
@@ -378,7 +379,11 @@ def _assign_columns(lines: list[_Line]) -> bool:
         else:
             line.column = 0
     by_column = Counter(line.column for line in lines)
-    if by_column[1] < _MIN_COLUMN_LINES or by_column[2] < _MIN_COLUMN_LINES:
+    right_starts = Counter(round(line.x0) for line in lines if line.column == 2)
+    if (
+        min(by_column[1], by_column[2]) < _MIN_COLUMN_LINES
+        or right_starts.most_common(1)[0][1] < by_column[2] / 2
+    ):
         for line in lines:
             line.column = 0
         return False
