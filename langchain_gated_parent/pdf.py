@@ -357,6 +357,7 @@ def _edge_lines(lines: Sequence[_Line]) -> list[_Line]:
 # Reading order
 
 _MIN_COLUMN_LINES = 6
+_ACROSS, _LEFT, _RIGHT = 0, 1, 2  # values of _Line.column
 
 
 def _assign_columns(lines: list[_Line]) -> bool:
@@ -364,8 +365,8 @@ def _assign_columns(lines: list[_Line]) -> bool:
 
     A page is two-column when enough lines sit wholly in each half of its text area (edges
     taken at percentiles: an overfull line may stick out) and most right-half lines start at
-    one margin (short lines and display fragments of a one-column page do not). A line crossing the middle that has
-    a column line beside it is an overfull column line, not a full-width one.
+    one margin (short lines and display fragments of a one-column page do not). A line
+    crossing the middle with a column line beside it is an overfull column line.
     """
     starts, ends = sorted(line.x0 for line in lines), sorted(line.x1 for line in lines)
     left_edge, right_edge = starts[len(starts) // 20], ends[-1 - len(ends) // 20]
@@ -373,27 +374,27 @@ def _assign_columns(lines: list[_Line]) -> bool:
     tolerance = 0.01 * (right_edge - left_edge)
     for line in lines:
         if line.x1 <= middle + tolerance:
-            line.column = 1
+            line.column = _LEFT
         elif line.x0 >= middle - tolerance:
-            line.column = 2
+            line.column = _RIGHT
         else:
-            line.column = 0
+            line.column = _ACROSS
     by_column = Counter(line.column for line in lines)
-    right_starts = Counter(round(line.x0) for line in lines if line.column == 2)
+    right_starts = Counter(round(line.x0) for line in lines if line.column == _RIGHT)
     if (
-        min(by_column[1], by_column[2]) < _MIN_COLUMN_LINES
-        or right_starts.most_common(1)[0][1] < by_column[2] / 2
+        min(by_column[_LEFT], by_column[_RIGHT]) < _MIN_COLUMN_LINES
+        or right_starts.most_common(1)[0][1] < by_column[_RIGHT] / 2
     ):
         for line in lines:
-            line.column = 0
+            line.column = _ACROSS
         return False
-    placed = [line for line in lines if line.column]
+    placed = [line for line in lines if line.column != _ACROSS]
     for line in lines:
-        if line.column == 0 and any(
+        if line.column == _ACROSS and any(
             abs(other.base - line.base) < line.size and (other.x0 >= line.x1 or other.x1 <= line.x0)
             for other in placed
         ):
-            line.column = 1 if line.x0 < middle else 2
+            line.column = _LEFT if line.x0 < middle else _RIGHT
     return True
 
 
