@@ -32,9 +32,9 @@ import re
 import statistics
 import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import os
@@ -150,6 +150,11 @@ _BREAKS = re.compile(r"\r\n|\r|\n|\ufffe|\x02")
 _GUTTER_EMS = 1.5
 
 
+Role = Literal["body", "heading", "merged", "title"]
+"""What a line is: body text, a heading (or its first line), a wrapped heading's next line, the
+document title."""
+
+
 @dataclass
 class _Line:
     """A physical line of text on a page, with the typography the heuristics read."""
@@ -164,10 +169,11 @@ class _Line:
     mono: bool
     hyphen: bool = False
     column: int = 0
-    role: str = "body"
+    role: Role = "body"
     level: int = 0
     title: str = ""
-    gap_before: float = 0.0
+    lead: str = ""
+    run_in: bool = False
 
     @property
     def words(self) -> int:
@@ -261,7 +267,20 @@ def _make_line(chars: _Page, page: int, text: str, start: int, *, hyphen: bool) 
         bold=samples[0][1] and samples[1][1],
         mono=samples[0][2] and samples[1][2],
         hyphen=hyphen,
+        lead=_bold_lead(chars, text, start) if samples[0][1] and not samples[1][1] else "",
     )
+
+
+def _bold_lead(chars: _Page, text: str, start: int) -> str:
+    """The bold words a line starts with, when the rest of it is not bold (a run-in heading)."""
+    end = 0
+    for offset, char in enumerate(text):
+        if char.isspace():
+            continue
+        if not chars.font(start + offset)[1]:
+            break
+        end = offset + 1
+    return unicodedata.normalize("NFKC", text[:end].strip()) if end < len(text) else ""
 
 
 def _read_lines(document: Any, index: int) -> tuple[list[_Line], float, float]:
@@ -445,6 +464,8 @@ _SAME_STYLE = 0.3  # points: sizes closer than this are one style
 _TITLE_PAGE_MIN_PAGES = 4
 _TITLE_PAGE_MAX_LINES = 15
 _MAX_HEADING_INDENT = 2.5
+_MIN_RUN_IN_CHARS = 2
+_MAX_RUN_IN_WORDS = 10
 
 
 def _numbering(text: str) -> str | None:
@@ -502,17 +523,23 @@ def _looks_like_heading(line: _Line, body: float) -> bool:
 
 def _heading_lines(
     lines: list[_Line], body: float, skip_pages: set[int], hyphens: _Hyphens
-) -> None:
-    """Mark heading lines (role 'heading'), joining a heading wrapped over several lines.
+) -> list[_Line]:
+    """Mark heading lines, join headings wrapped over lines, split off run-in headings.
 
     A heading starts at its column's left margin (figure labels and centred text do not),
     except an abstract heading. On contents and index pages only a larger-than-body first line
     can be a heading (the chapter heading of an index), never the entries or letter groups;
-    a title page has none.
+    a title page has none. A paragraph that opens with a few bold words ('Results. We ...')
+    has a run-in heading: it becomes a heading line of its own before the paragraph.
+
+    Returns:
+        The lines with run-in headings inserted.
     """
     lefts = _column_lefts(lines)
+    flow: list[_Line] = []
     previous: _Line | None = None
     for line in lines:
+        flow.append(line)
         if line.role != "body":
             continue
         if _continues_heading(previous, line):
@@ -524,14 +551,31 @@ def _heading_lines(
             continue
         first_on_page = previous is None or previous.page != line.page
         indented = line.x0 - lefts[line.page, line.column] > _MAX_HEADING_INDENT * body
-        if (
-            _looks_like_heading(line, body)
-            and (not indented or _ABSTRACT.match(line.text))
-            and (line.page not in skip_pages or (first_on_page and line.size >= body * _LARGER))
-        ):
-            line.role = "heading"
-            line.title = line.text
+        if line.page in skip_pages and not (first_on_page and line.size >= body * _LARGER):
+            pass
+        elif _looks_like_heading(line, body) and (not indented or _ABSTRACT.match(line.text)):
+            line.role, line.title = "heading", line.text
+        elif _is_run_in(line):
+            flow.insert(len(flow) - 1, _run_in_heading(line))
         previous = line
+    return flow
+
+
+def _is_run_in(line: _Line) -> bool:
+    """Whether the line opens with a run-in heading: a few bold words starting with a capital."""
+    return (
+        len(line.lead) > _MIN_RUN_IN_CHARS
+        and len(line.lead.split()) <= _MAX_RUN_IN_WORDS
+        and line.lead[0].isupper()
+        and not line.mono
+    )
+
+
+def _run_in_heading(line: _Line) -> _Line:
+    """Cut the run-in heading off ``line`` and return it as a heading line of its own."""
+    heading = replace(line, text=line.lead, title=line.lead, role="heading", run_in=True)
+    line.text = line.text[len(line.lead) :].lstrip()
+    return heading
 
 
 def _continues_heading(previous: _Line | None, line: _Line) -> bool:
@@ -578,17 +622,25 @@ def _style_levels(headings: list[_Line]) -> dict[tuple[float, bool], int]:
 
 
 def _assign_levels(headings: list[_Line]) -> None:
-    """Levels from numbering depth where present, else from the heading's style."""
-    levels = _style_levels(headings)
+    """Levels from numbering depth where present, else from the heading's style.
+
+    A run-in heading sits one level below the last displayed heading before it.
+    """
+    levels = _style_levels([line for line in headings if not line.run_in])
+    above = 0
     for line in headings:
         number = _numbering(line.title)
-        if _ABSTRACT.match(line.title):
+        if line.run_in:
+            level = above + 1
+        elif _ABSTRACT.match(line.title):
             level = 1
         elif number:
             level = number.count(".") + 1
         else:
             level = levels[_style(line)]
         line.level = max(1, min(level, _MAX_LEVEL))
+        if not line.run_in:
+            above = line.level
 
 
 def _take_title(lines: list[_Line], body: float) -> str | None:
@@ -972,7 +1024,7 @@ def _structure(
         skip = _toc_pages(pages)
         if _title_page(pages):
             skip.add(0)
-        _heading_lines(flow, body, skip, hyphens)
+        flow = _heading_lines(flow, body, skip, hyphens)
         _assign_levels([line for line in flow if line.role == "heading"])
     paragraphs = _Paragraphs([line for line in flow if line.role == "body"], body)
     writer = _Writer(hyphens=hyphens)
