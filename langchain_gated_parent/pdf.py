@@ -601,17 +601,17 @@ def _style(line: _Line) -> tuple[float, bool]:
     return round(line.size * 2) / 2, line.bold
 
 
-def _style_levels(headings: list[_Line]) -> dict[tuple[float, bool], int]:
+def _style_levels(headings: list[_Line], *, numbered: bool) -> dict[tuple[float, bool], int]:
     """Map each heading style to a level.
 
-    Styles seen on numbered headings take the most common depth of those numbers; the other
-    styles, in order of size (bold first), sit one level below the style before them, so an
-    unnumbered paper's sizes still map to levels.
+    In a numbered document, styles seen on numbered headings take the most common depth of
+    those numbers. Every other style, in order of size (bold first), sits one level below the
+    style before it, so an unnumbered document's sizes still map to levels.
     """
     depths: dict[tuple[float, bool], Counter[int]] = defaultdict(Counter)
     for line in headings:
         number = _numbering(line.title)
-        if number:
+        if number and numbered:
             depths[_style(line)][number.count(".") + 1] += 1
     levels: dict[tuple[float, bool], int] = {}
     deepest = 0
@@ -622,14 +622,18 @@ def _style_levels(headings: list[_Line]) -> dict[tuple[float, bool], int]:
 
 
 def _assign_levels(headings: list[_Line]) -> None:
-    """Levels from numbering depth where present, else from the heading's style.
+    """Levels from numbering depth in a numbered document, else from the heading's style.
 
-    A run-in heading sits one level below the last displayed heading before it.
+    A document is numbered when most of its displayed headings (abstract aside) carry a
+    number; then a stray number in an unnumbered document ('1. Loaded language') does not
+    set a level. A run-in heading sits one level below the last displayed heading before it.
     """
-    levels = _style_levels([line for line in headings if not line.run_in])
+    shown = [line for line in headings if not line.run_in and not _ABSTRACT.match(line.title)]
+    numbered = sum(1 for line in shown if _numbering(line.title)) > len(shown) / 2
+    levels = _style_levels(shown, numbered=numbered)
     above = 0
     for line in headings:
-        number = _numbering(line.title)
+        number = _numbering(line.title) if numbered else None
         if line.run_in:
             level = above + 1
         elif _ABSTRACT.match(line.title):
