@@ -661,7 +661,8 @@ def _take_title(lines: list[_Line], body: float) -> str | None:
             title_lines.append(line)
         elif title_lines:
             break
-    if not title_lines or _ABSTRACT.match(title_lines[0].text) or _numbering(title_lines[0].text):
+    first = title_lines[0].text if title_lines else ""
+    if not first or _ABSTRACT.match(first) or _CONTENTS.match(first) or _numbering(first):
         return None
     for line in title_lines:
         line.role = "title"
@@ -993,7 +994,7 @@ def read_pdf(path: str | os.PathLike[str], *, password: str | None = None) -> Pd
             pages.append(lines)
             heights.append(height)
         marks = _bookmarks(document)
-        metadata_title = (document.get_metadata_value("Title") or "").strip()
+        metadata_title = _metadata_title(document.get_metadata_value("Title") or "")
     except pdfium.PdfiumError as err:
         msg = f"{file}: corrupt PDF ({err}); download it again or repair it (qpdf, mutool)"
         raise PdfError(msg) from err
@@ -1006,6 +1007,18 @@ def read_pdf(path: str | os.PathLike[str], *, password: str | None = None) -> Pd
         )
         raise PdfError(msg)
     return _structure(pages, heights, marks, metadata_title or None)
+
+
+_PLACEHOLDER_TITLE = re.compile(
+    r"^(?:untitled(?: document)?|microsoft word - .*|.*\.(?:pdf|docx?|tex|dvi|ps|indd))$",
+    re.IGNORECASE,
+)
+
+
+def _metadata_title(title: str) -> str:
+    """The metadata title, or '' when it is a placeholder ('untitled', a file name)."""
+    title = " ".join(title.split())
+    return "" if _PLACEHOLDER_TITLE.match(title) else title
 
 
 def _structure(

@@ -234,6 +234,59 @@ def test_body_lines_that_look_like_markdown_are_escaped(tmp_path: Path) -> None:
     assert "\\# not a heading" in text.markdown
 
 
+def test_run_in_heading_opens_a_section_below_the_last_heading(tmp_path: Path) -> None:
+    path = tmp_path / "runin.pdf"
+    pdf = canvas.Canvas(str(path), pagesize=(612, 792))
+    pdf.setFont(BOLD, 14)
+    pdf.drawString(72, 700, "2 Results")
+    pdf.setFont(BOLD, 12)
+    pdf.drawString(72, 670, "2.1 Counts")
+    line = pdf.beginText(87, 650)
+    line.setFont(BOLD, 10)
+    line.textOut("Quantitative Results. ")
+    line.setFont(BODY, 10)
+    line.textOut("We count every heading the reader finds in the page and compare.")
+    pdf.drawText(line)
+    pdf.setFont(BODY, 10)
+    pdf.drawString(72, 638, "The counts agree with the truth on every page we read.")
+    pdf.showPage()
+    pdf.save()
+    text = read_pdf(path)
+    assert [(h.title, h.level) for h in text.headings] == [
+        ("2 Results", 1),
+        ("2.1 Counts", 2),
+        ("Quantitative Results.", 3),
+    ]
+    tree = parse_markdown(text.markdown)
+    start, end = tree.sections[-1].paragraphs[0]
+    assert tree.text[start:end].startswith("We count every heading")
+
+
+def test_contents_page_gives_no_headings(tmp_path: Path) -> None:
+    contents = [
+        Item(BOLD, 17, 72, 700, "Table of Contents"),
+        Item(BOLD, 12, 72, 660, "1 Introduction . . . . . . . . . . . . . . . . . . . . 2"),
+        Item(BODY, 10, 87, 645, "1.1 Scope . . . . . . . . . . . . . . . . . . . . . . . 2"),
+        Item(BOLD, 12, 72, 630, "2 Methods . . . . . . . . . . . . . . . . . . . . . . . 2"),
+    ]
+    body = [
+        Item(BOLD, 14, 72, 700, "1 Introduction"),
+        *paragraph(72, 680, FILLER, indent=0),
+        Item(BOLD, 12, 72, 630, "1.1 Scope"),
+        *paragraph(72, 610, FILLER, indent=0),
+        Item(BOLD, 14, 72, 560, "2 Methods"),
+        *paragraph(72, 540, FILLER, indent=0),
+    ]
+    text = read_pdf(write_pdf(tmp_path / "contents.pdf", [contents, body]))
+    assert [(h.title, h.page) for h in text.headings] == [
+        ("1 Introduction", 2),
+        ("1.1 Scope", 2),
+        ("2 Methods", 2),
+    ]
+    assert "1 Introduction . . ." in text.markdown  # kept as text, not as a section
+    assert text.title is None
+
+
 # -- bad files -------------------------------------------------------------------------------
 
 
