@@ -343,6 +343,7 @@ def test_corrupt_pdf(tmp_path: Path) -> None:
 
 def test_missing_extra_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pypdfium2", None)
-    monkeypatch.delitem(sys.modules, "langchain_gated_parent.pdf")
+    for name in [m for m in sys.modules if m.startswith("langchain_gated_parent.pdf")]:
+        monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ImportError, match=r'pip install "langchain-gated-parent\[pdf\]"'):
         importlib.import_module("langchain_gated_parent.pdf")
