@@ -297,8 +297,9 @@ def apply_bookmarks(
     """Turn the lines bookmarks point at into headings; ``False`` if too few are found.
 
     Bookmarks are trusted only when most of them are printed where they point (else the
-    typography decides). A bookmark whose title is not found still becomes a heading, placed
-    at its destination height.
+    typography decides). A found heading keeps its printed text (with its number, as in the
+    typography path); a bookmark whose title is not found still becomes a heading, placed at
+    its destination height.
     """
     found = 0
     placed: list[tuple[int, Line]] = []
@@ -309,9 +310,10 @@ def apply_bookmarks(
             continue
         found += 1
         number, index, count = hit
-        head = pages[number][index]
-        head.role, head.level, head.title = "heading", min(level, MAX_LEVEL), title
-        for extra in pages[number][index + 1 : index + count]:
+        head, *rest = pages[number][index : index + count]
+        printed = " ".join([head.text, *(line.text for line in rest)])
+        head.role, head.level, head.title = "heading", min(level, MAX_LEVEL), printed
+        for extra in rest:
             extra.role = "merged"
     if not marks or found / len(marks) < _MATCH_SHARE:
         for lines in pages:

@@ -17,9 +17,6 @@ if TYPE_CHECKING:
 from langchain_gated_parent.pdf.layout import column_lefts
 from langchain_gated_parent.pdf.text import PdfHeading
 
-# --------------------------------------------------------------------------------------------
-# Paragraphs and Markdown
-
 _MARKDOWN_TRAP = re.compile(r"^(\s{0,3})(#|`{3}|~{3}|=+\s*$|-+\s*$)")
 _INDENT_EMS = 0.6
 _SHORT_EMS = 2.0

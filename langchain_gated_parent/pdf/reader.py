@@ -29,9 +29,6 @@ from langchain_gated_parent.pdf.page import (
 )
 from langchain_gated_parent.pdf.text import PdfError, PdfText
 
-# --------------------------------------------------------------------------------------------
-# Entry point
-
 
 def read_pdf(path: str | os.PathLike[str], *, password: str | None = None) -> PdfText:
     """Read a PDF into Markdown with its section headings recovered.

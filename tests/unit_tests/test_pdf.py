@@ -184,25 +184,32 @@ def test_two_column_reading_order(tmp_path: Path) -> None:
 
 
 def test_bookmarks_give_the_headings(tmp_path: Path) -> None:
-    pages = paper_pages()
-    outline = [
+    outline = [  # "2.1 Data" is left out: with bookmarks, typography adds no headings
         (0, "Introduction", 0, 590),
         (1, "Background", 0, 490),
         (0, "Methods", 1, 700),
-        (1, "Data", 1, 630),
         (0, "Results", 1, 560),
+        (0, "Appendix", 1, 300),  # printed nowhere: placed at its destination
     ]
-    text = read_pdf(write_pdf(tmp_path / "marked.pdf", pages, outline))
+    text = read_pdf(write_pdf(tmp_path / "marked.pdf", paper_pages(), outline))
     assert text.outline_used
     assert [(h.title, h.level, h.page) for h in text.headings] == [
-        ("Introduction", 1, 1),
-        ("Background", 2, 1),
-        ("Methods", 1, 2),
-        ("Data", 2, 2),
-        ("Results", 1, 2),
+        ("1 Introduction", 1, 1),
+        ("1.1 Background", 2, 1),
+        ("2 Methods", 1, 2),
+        ("3 Results", 1, 2),
+        ("Appendix", 1, 2),
     ]
     tree = parse_markdown(text.markdown)
     assert [s.title for s in tree.sections if s.heading] == [h.title for h in text.headings]
+    assert "2.1 Data" in text.markdown  # still there, as text
+
+
+def test_bookmarks_not_on_their_pages_are_ignored(tmp_path: Path) -> None:
+    outline = [(0, "Chapter One", 0, 590), (0, "Chapter Two", 1, 700)]
+    text = read_pdf(write_pdf(tmp_path / "stale.pdf", paper_pages(), outline))
+    assert not text.outline_used
+    assert [(h.title, h.level) for h in text.headings] == EXPECTED
 
 
 def test_typeset_paper_matches_its_truth() -> None:
