@@ -116,7 +116,8 @@ class Score:
         speed = self.pages / self.seconds if self.seconds else 0.0
         baseline = self.pages / self.baseline_seconds if self.baseline_seconds else 0.0
         return (
-            f"| {name} | {docs} | {self.pages} | {precision:.3f} | {recall:.3f} | {levels:.3f} "
+            f"| {name} | {docs} | {self.pages} | {self.true} | {self.predicted} "
+            f"| {precision:.3f} | {recall:.3f} | {levels:.3f} "
             f"| {para or 'n/a'} | {speed:.0f} | {baseline:.0f} | {speed / baseline:.1f}x |"
         )
 
@@ -246,10 +247,11 @@ def main(argv: list[str] | None = None) -> None:
             score, docs = run_manuals(args.data, outline=corpus == "real-pdf", verbose=args.verbose)
         rows.append(score.row(corpus, docs))
     print(
-        "| corpus | docs | pages | heading precision | heading recall | level accuracy "
+        "| corpus | docs | pages | true headings | found | heading precision | heading recall "
+        "| level accuracy "
         "| paragraph-boundary F1 | pages/s | pypdf pages/s | speed ratio |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(row)
 

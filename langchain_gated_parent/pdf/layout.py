@@ -63,7 +63,8 @@ def _edge_lines(lines: Sequence[Line]) -> list[Line]:
 # --------------------------------------------------------------------------------------------
 # Reading order
 
-_MIN_COLUMN_LINES = 6
+_MIN_COLUMN_LINES = 3
+_NEAR = 1.5  # line heights
 _ACROSS, _LEFT, _RIGHT = 0, 1, 2  # values of Line.column
 
 
@@ -72,8 +73,9 @@ def _assign_columns(lines: list[Line]) -> bool:
 
     A page is two-column when enough lines sit wholly in each half of its text area (edges
     taken at percentiles: an overfull line may stick out) and most right-half lines start at
-    one margin (short lines and display fragments of a one-column page do not). A line
-    crossing the middle with a column line beside it is an overfull column line.
+    one margin (short lines and display fragments of a one-column page do not), and fewer
+    lines cross the middle than keep to a half. A line crossing the middle inside the columns
+    is an overfull column line.
     """
     starts, ends = sorted(line.x0 for line in lines), sorted(line.x1 for line in lines)
     left_edge, right_edge = starts[len(starts) // 20], ends[-1 - len(ends) // 20]
@@ -90,19 +92,26 @@ def _assign_columns(lines: list[Line]) -> bool:
     right_starts = Counter(round(line.x0) for line in lines if line.column == _RIGHT)
     if (
         min(by_column[_LEFT], by_column[_RIGHT]) < _MIN_COLUMN_LINES
+        or by_column[_ACROSS] > by_column[_LEFT] + by_column[_RIGHT]
         or right_starts.most_common(1)[0][1] < by_column[_RIGHT] / 2
     ):
         for line in lines:
             line.column = _ACROSS
         return False
-    placed = [line for line in lines if line.column != _ACROSS]
     for line in lines:
-        if line.column == _ACROSS and any(
-            abs(other.base - line.base) < line.size and (other.x0 >= line.x1 or other.x1 <= line.x0)
-            for other in placed
-        ):
+        if line.column == _ACROSS and _overfull(line, lines):
             line.column = _LEFT if line.x0 < middle else _RIGHT
     return True
+
+
+def _overfull(line: Line, lines: list[Line]) -> bool:
+    """Whether a line crossing the middle runs inside the columns (an overfull column line).
+
+    It does when lines of both columns sit within a line's height above or below it; a
+    full-width title, figure or table stands clear of the columns.
+    """
+    near = {other.column for other in lines if abs(other.base - line.base) < _NEAR * line.size}
+    return {_LEFT, _RIGHT} <= near
 
 
 def reading_order(lines: list[Line]) -> list[Line]:
