@@ -68,17 +68,28 @@ _NEAR = 1.5  # line heights
 _ACROSS, _LEFT, _RIGHT = 0, 1, 2  # values of Line.column
 
 
-def _assign_columns(lines: list[Line]) -> bool:
+def text_area(pages: list[list[Line]]) -> tuple[float, float]:
+    """Left and right edges of the document's text, at percentiles (overfull lines stick out).
+
+    Taken over the whole document, as one page's text may not reach across (a last page
+    whose right column holds a few lines).
+    """
+    starts = sorted(line.x0 for lines in pages for line in lines)
+    ends = sorted(line.x1 for lines in pages for line in lines)
+    if not starts:
+        return 0.0, 0.0
+    return starts[len(starts) // 20], ends[-1 - len(ends) // 20]
+
+
+def _assign_columns(lines: list[Line], area: tuple[float, float]) -> bool:
     """Set each line's column (1 left, 2 right, 0 across); ``True`` if the page has two.
 
-    A page is two-column when enough lines sit wholly in each half of its text area (edges
-    taken at percentiles: an overfull line may stick out) and most right-half lines start at
-    one margin (short lines and display fragments of a one-column page do not), and fewer
-    lines cross the middle than keep to a half. A line crossing the middle inside the columns
-    is an overfull column line.
+    A page is two-column when enough lines sit wholly in each half of the text area, most
+    right-half lines start at one margin (short lines and display fragments of a one-column
+    page do not), and fewer lines cross the middle than keep to a half. A line crossing the
+    middle inside the columns is an overfull column line.
     """
-    starts, ends = sorted(line.x0 for line in lines), sorted(line.x1 for line in lines)
-    left_edge, right_edge = starts[len(starts) // 20], ends[-1 - len(ends) // 20]
+    left_edge, right_edge = area
     middle = (left_edge + right_edge) / 2
     tolerance = 0.01 * (right_edge - left_edge)
     for line in lines:
@@ -114,16 +125,16 @@ def _overfull(line: Line, lines: list[Line]) -> bool:
     return {_LEFT, _RIGHT} <= near
 
 
-def reading_order(lines: list[Line]) -> list[Line]:
+def reading_order(lines: list[Line], area: tuple[float, float]) -> list[Line]:
     """Lines of one page in reading order: full-width bands, and columns left before right.
 
-    Lines that cross the middle break the page into bands; within a band the left column is
-    read top to bottom before the right one.
+    ``area`` is the document's :func:`text_area`. Lines that cross the middle break the page
+    into bands; within a band the left column is read top to bottom before the right one.
     """
     if not lines:
         return lines
     top_down = sorted(lines, key=lambda line: (-round(line.base, 0), line.x0))
-    if not _assign_columns(lines):
+    if not _assign_columns(lines, area):
         return top_down
     ordered: list[Line] = []
     band: list[Line] = []

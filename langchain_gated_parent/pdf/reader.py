@@ -18,7 +18,7 @@ from langchain_gated_parent.pdf.headings import (
     is_title_page,
     take_title,
 )
-from langchain_gated_parent.pdf.layout import reading_order, remove_furniture
+from langchain_gated_parent.pdf.layout import reading_order, remove_furniture, text_area
 from langchain_gated_parent.pdf.markdown import Hyphens, Paragraphs, Writer
 from langchain_gated_parent.pdf.page import (
     Line,
@@ -90,7 +90,8 @@ def _structure(
 ) -> PdfText:
     """Recover headings and paragraphs from the lines of every page and render Markdown."""
     remove_furniture(pages, heights)
-    pages = [reading_order(lines) for lines in pages]
+    area = text_area(pages)
+    pages = [reading_order(lines, area) for lines in pages]
     flow = [line for lines in pages for line in lines]
     body = body_size(flow)
     outline_used = bool(marks) and apply_bookmarks(pages, marks)
