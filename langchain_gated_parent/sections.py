@@ -50,7 +50,7 @@ Span = tuple[int, int]
 
 
 class DocumentFormat(str, Enum):
-    """Input formats :func:`parse_document` understands (the ``format`` metadata hint)."""
+    """Input formats :func:`parse_document` understands (the ``gp_format`` metadata hint)."""
 
     MARKDOWN = "markdown"
     STRUCTURED = "structured"

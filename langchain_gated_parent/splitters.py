@@ -406,7 +406,7 @@ class _TreeSplitter(TextSplitter):
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
     ) -> list[Document]:
-        """Split texts into Documents; metadata may carry ``doc_id`` and ``format``.
+        """Split texts into Documents; metadata may carry ``doc_id`` and ``gp_format``.
 
         Args:
             texts: Document texts.
