@@ -2,9 +2,10 @@
 
 Each question is asked of its own paper (``filter={"doc_id": ...}``), as in the benchmark's
 "paper" setting; a returned paragraph counts when it overlaps an evidence paragraph. Every cell
-is one ``retriever.batch`` call whose settings come from ``config["configurable"]``: the
-questions are embedded in one model call, and no retriever is rebuilt. The metrics are
-``benchmarks/metrics.py``'s, the papers are rendered by ``benchmarks/qasper_data.py``.
+is one ``retriever.batch`` call whose settings come from ``config["configurable"]``: no
+retriever is rebuilt, and each question is embedded as a query, exactly as ``invoke`` does.
+The metrics are ``benchmarks/metrics.py``'s, the papers are rendered by
+``benchmarks/qasper_data.py``.
 
 A few papers are a smoke test of the method, not a result: tune on the dev split with
 ``--papers 50`` or more before trusting a cell.

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
         VerifyReport,
         sql_docstore,
     )
-    from langchain_gated_parent.retriever import Explanation, GatedParentRetriever
+    from langchain_gated_parent.records import Explanation
+    from langchain_gated_parent.retriever import GatedParentRetriever
     from langchain_gated_parent.splitters import (
         ParagraphSplitter,
         ParentChildSplit,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from langchain_gated_parent.tools import ScoredResultPrompt, create_gated_retriever_tool
 
 _MODULE_OF = {
-    "Explanation": "retriever",
+    "Explanation": "records",
     "GatedParentIndex": "index",
     "GatedParentRetriever": "retriever",
     "IndexReport": "index",

@@ -30,6 +30,7 @@ from langchain_core.documents import Document
 
 from langchain_gated_parent import keys
 from langchain_gated_parent.pages import PAGES_RECORD, merge_pages
+from langchain_gated_parent.records import ChildRows, ParentHits
 from langchain_gated_parent.splitters import (
     ParagraphSplitter,
     SectionSplitter,
@@ -110,30 +111,6 @@ class VerifyReport:
     def ok(self) -> bool:
         """True when no disagreement was found."""
         return not self.problems
-
-
-@dataclass(frozen=True)
-class ChildRows:
-    """Children fetched for scoring: parallel lists plus their vectors (rows L2-normalized).
-
-    ``parents`` are the children's parents, read to cut the texts (so ``return_parents`` needs
-    no second read).
-    """
-
-    ids: list[str]
-    texts: list[str]
-    metadatas: list[dict[str, Any]]
-    vectors: NDArray[np.float32]
-    parents: dict[str, Document] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ParentHits:
-    """Parents found by the gate's vector search, best first, scores in [0, 1]."""
-
-    ids: list[str]
-    scores: list[float]
-    metadatas: list[dict[str, Any]]
 
 
 def _default_embeddings() -> Embeddings:
@@ -841,11 +818,24 @@ class GatedParentIndex:
             return None
         return sum(f.stat().st_size for f in self.directory.rglob("*") if f.is_file())
 
+    vector_store_provider = "Chroma"
+    """The vector store, as tracing names it (``ls_vector_store_provider``)."""
+
+    @property
+    def embedding_model(self) -> str:
+        """The embedding model's name, as tracing names it (``ls_embedding_provider``)."""
+        return model_name_of(self.embeddings)
+
     def as_retriever(self, **kwargs: Any) -> GatedParentRetriever:
-        """A :class:`GatedParentRetriever` over this index; keyword arguments set its fields."""
+        """A :class:`GatedParentRetriever` over this index, as ``VectorStore.as_retriever`` makes.
+
+        ``search_kwargs={"k": 3}`` (or ``k=3``) sets its knobs; ``tags`` and ``metadata`` pass
+        through; ``search_type`` may only be ``"similarity"``; anything else is refused by name
+        (see :meth:`GatedParentRetriever.from_store`).
+        """
         from langchain_gated_parent.retriever import GatedParentRetriever  # noqa: PLC0415
 
-        return GatedParentRetriever(index=self, **kwargs)
+        return GatedParentRetriever.from_store(self, **kwargs)
 
 
 def splitter_settings(splitter: SectionSplitter | ParagraphSplitter) -> dict[str, Any]:

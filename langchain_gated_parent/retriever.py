@@ -3,26 +3,26 @@
 The pipeline is written once, as a generator that *yields* its I/O steps (embed the query,
 search parents, fetch the opened parents with their children) and receives their results. A
 sync driver and an async driver run the same generator, so ``invoke`` and ``ainvoke`` share
-every line of logic.
+every line of logic. The retriever reads storage through :class:`~.records.SearchStore` only,
+and takes its knobs from :mod:`~langchain_gated_parent.params`.
 """
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from annotated_types import Ge, Interval
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
-from langchain_core.runnables import ConfigurableFieldSpec
-from pydantic import ConfigDict, Field, model_validator
+from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict
 from typing_extensions import override
 
-from langchain_gated_parent import keys, scoring
-from langchain_gated_parent.index import ChildRows, GatedParentIndex, ParentHits, model_name_of
+from langchain_gated_parent import keys, params, scoring
 from langchain_gated_parent.lexical import bm25
+from langchain_gated_parent.params import SearchFields, SearchParams
+from langchain_gated_parent.records import ChildRows, Explanation, ParentHits, SearchStore
 
 if TYPE_CHECKING:
     from collections.abc import Generator, Mapping, Sequence
@@ -31,9 +31,14 @@ if TYPE_CHECKING:
         AsyncCallbackManagerForRetrieverRun,
         CallbackManagerForRetrieverRun,
     )
-    from langchain_core.runnables import RunnableConfig
+    from langchain_core.runnables import ConfigurableFieldSpec, RunnableConfig
 
-Alpha = float | Literal["auto"]
+__all__ = ["Explanation", "GatedParentRetriever"]
+
+SEARCH_TYPES = ("similarity",)
+"""The ``search_type`` values :meth:`GatedParentRetriever.from_store` accepts."""
+PASSED_THROUGH = ("tags", "metadata")
+"""Runnable settings ``from_store`` hands to the retriever besides the knobs."""
 
 
 @dataclass(frozen=True)
@@ -55,71 +60,6 @@ class _FetchChildren:
 
 
 _Step = _Embed | _SearchParents | _FetchChildren
-
-
-@dataclass(frozen=True)
-class Params:
-    """The settings of one call: the retriever's fields with per-call overrides applied."""
-
-    k: int
-    alpha: Alpha
-    parent_top_k: int
-    child_per_parent: int
-    gate_margin: float
-    fill: bool
-    lexical_weight: float
-    title_weight: float
-    return_parents: bool
-    dedupe: bool
-    near_duplicate: float | None
-    filter: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        """Refuse out-of-range settings, naming the value and the fix."""
-        for name in ("k", "parent_top_k", "child_per_parent"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                msg = f"{name} must be an integer >= 1, got {value!r}"
-                raise ValueError(msg)
-        if self.alpha != "auto":
-            if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)):
-                msg = f"alpha must be a number in [0, 1] or 'auto', got {self.alpha!r}"
-                raise ValueError(msg)
-            scoring.check_alpha(float(self.alpha))
-        if self.gate_margin < 0:
-            msg = f"gate_margin must be >= 0, got {self.gate_margin!r}"
-            raise ValueError(msg)
-        for name in ("lexical_weight", "title_weight"):
-            weight = getattr(self, name)
-            is_number = isinstance(weight, (int, float)) and not isinstance(weight, bool)
-            if not is_number or not 0.0 <= weight <= 1.0:
-                msg = f"{name} must be a number in [0, 1], got {weight!r}"
-                raise ValueError(msg)
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """What the gate did for one query, to see and tune its failures.
-
-    ``parents`` are the opened parents (metadata ``parent_score`` and ``gate_rank``);
-    ``considered`` every child scored inside them; ``documents`` what the retriever returned.
-    When the evidence is in none of ``parents``, the gate missed ("parent recall all misses,
-    child recall zero"): widen ``parent_top_k`` or ``gate_margin``, or use smaller parents.
-    """
-
-    query: str
-    alpha: float
-    parents: list[Document] = field(default_factory=list)
-    considered: list[Document] = field(default_factory=list)
-    documents: list[Document] = field(default_factory=list)
-
-
-def _lexical_texts(rows: ChildRows) -> list[str]:
-    """What BM25 reads for a child: its heading path, then its text."""
-    return [
-        " ".join([*(meta.get(keys.SECTION_PATH) or []), text])
-        for meta, text in zip(rows.metadatas, rows.texts, strict=True)
-    ]
 
 
 def _parents_of(
@@ -151,7 +91,7 @@ def _validate_query(query: object) -> str:
     return query
 
 
-class GatedParentRetriever(BaseRetriever):
+class GatedParentRetriever(BaseRetriever, SearchFields):
     """Section parents gate paragraph children; results carry fused scores.
 
     For a query: embed it once; score parents (the parent vector's cosine, blended with BM25
@@ -163,8 +103,10 @@ class GatedParentRetriever(BaseRetriever):
     children, each with ``chunk_id``, ``parent_id``, ``score``, ``parent_score``,
     ``child_score`` and ``gate_rank`` in its metadata.
 
-    The defaults were chosen on QASPER dev (see BENCHMARKS.md): with ``title_weight=0``,
-    ``lexical_weight=0`` and ``fill=False`` this is the method as published.
+    Its knobs (``k``, ``alpha``, ``parent_top_k``...) are the fields of
+    :class:`~langchain_gated_parent.params.SearchFields`: checked when set
+    (``retriever.k = 0`` raises at once), overridable per call (``invoke(q, k=3)``) and per
+    request (``config={"configurable": {"k": 3}}``, see :attr:`config_specs`).
 
     Setup:
         .. code-block:: bash
@@ -177,7 +119,7 @@ class GatedParentRetriever(BaseRetriever):
             from langchain_gated_parent import GatedParentIndex
 
             index = GatedParentIndex(directory="./my-index")
-            retriever = index.as_retriever(k=4, alpha=0.4)
+            retriever = index.as_retriever(search_kwargs={"k": 4, "alpha": 0.4})
 
     Usage:
         .. code-block:: python
@@ -193,62 +135,68 @@ class GatedParentRetriever(BaseRetriever):
             chain = {"context": retriever, "question": RunnablePassthrough()} | prompt | llm
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
-    index: GatedParentIndex
-    """The index to search."""
-    k: int = 8
-    """How many results to return."""
-    alpha: Alpha = 0.4
-    """Weight of the parent's score in the fused score; ``"auto"`` picks it per question."""
-    parent_top_k: int = 3
-    """How many parents the gate opens."""
-    child_per_parent: int = 6
-    """At most this many children from one parent."""
-    gate_margin: float = 0.0
-    """Also open parents scoring within this margin of the last one kept (0: hard gate)."""
-    fill: bool = True
-    """Open further parents, best first, until the opened ones can supply ``k`` children."""
-    lexical_weight: float = 0.3
-    """Share of BM25 in the child score (over the gated candidates' heading path and text)."""
-    title_weight: float = 0.3
-    """Share of BM25 over heading titles in the parent score ("What datasets?" → "Datasets")."""
-    return_parents: bool = False
-    """Return the parents of the best children instead (each with its best child's score)."""
-    dedupe: bool = True
-    """Drop children repeating a span, a text or (see ``near_duplicate``) a vector."""
-    near_duplicate: float | None = Field(default=0.95)
-    """Cosine above which two children count as the same fact; ``None`` turns it off."""
+    index: SearchStore
+    """The index to search (a :class:`~langchain_gated_parent.GatedParentIndex`)."""
 
-    @model_validator(mode="after")
-    def _check_fields(self) -> GatedParentRetriever:
-        """Refuse bad settings when the retriever is made, not at its first query."""
-        self._params({})
-        return self
+    @classmethod
+    def from_store(
+        cls,
+        store: SearchStore,
+        *,
+        search_type: str = "similarity",
+        search_kwargs: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> GatedParentRetriever:
+        """Build a retriever the way ``VectorStore.as_retriever`` does.
 
-    def _params(self, overrides: dict[str, Any]) -> Params:
-        allowed = set(Params.__dataclass_fields__)
-        unknown = sorted(set(overrides) - allowed)
+        Args:
+            store: The index to search.
+            search_type: ``"similarity"``, the only kind this retriever does.
+            search_kwargs: Knobs, e.g. ``{"k": 3, "filter": {"doc_id": "a"}}``.
+            **kwargs: Knobs too (``k=3``), and ``tags`` / ``metadata`` for tracing.
+
+        Raises:
+            ValueError: ``search_type`` is another kind of search, or one knob is given twice.
+            TypeError: An argument is neither a knob nor ``tags`` / ``metadata``.
+        """
+        if search_type not in SEARCH_TYPES:
+            msg = (
+                f"search_type {search_type!r} is not supported; {cls.__name__} supports "
+                f"{', '.join(map(repr, SEARCH_TYPES))} (its gate, fusion and dedupe replace "
+                "'mmr' and score thresholds)"
+            )
+            raise ValueError(msg)
+        search_kwargs = dict(search_kwargs or {})
+        unknown = sorted({*(set(kwargs) - set(PASSED_THROUGH)), *search_kwargs} - set(params.KNOBS))
         if unknown:
             msg = (
-                f"unknown argument(s) {', '.join(unknown)}; "
-                f"per-call arguments are {', '.join(sorted(allowed))}"
+                f"unknown argument(s) {', '.join(unknown)}; as_retriever takes the knobs "
+                f"{', '.join(params.KNOBS)} (as keywords or in search_kwargs) and "
+                f"{', '.join(PASSED_THROUGH)}"
             )
             raise TypeError(msg)
-        values = {name: getattr(self, name) for name in allowed if name != "filter"}
-        return Params(**{**values, **overrides})
+        twice = sorted(set(kwargs) & set(search_kwargs))
+        if twice:
+            msg = f"{', '.join(twice)} given both as keyword and in search_kwargs; give it once"
+            raise ValueError(msg)
+        return cls(index=store, **kwargs, **search_kwargs)
+
+    def _params(self, overrides: Mapping[str, Any]) -> SearchParams:
+        return params.resolve({name: getattr(self, name) for name in params.KNOBS}, overrides)
 
     def _get_ls_params(self, **kwargs: Any) -> LangSmithRetrieverParams:
-        params = super()._get_ls_params(**kwargs)
-        params["ls_vector_store_provider"] = "Chroma"
-        params["ls_embedding_provider"] = model_name_of(self.index.embeddings)
-        return params
+        ls_params = super()._get_ls_params(**kwargs)
+        ls_params["ls_vector_store_provider"] = self.index.vector_store_provider
+        ls_params["ls_embedding_provider"] = self.index.embedding_model
+        return ls_params
 
     # ------------------------------------------------------------------ the pipeline
     def _plan(
         self,
         query: str,
-        params: Params,
+        settings: SearchParams,
         vector: list[float] | None = None,
         *,
         explain: bool = False,
@@ -258,68 +206,67 @@ class GatedParentRetriever(BaseRetriever):
         ``explain`` also keeps every child scored (``Explanation.considered``), which a plain
         query does not pay for.
         """
-        alpha = scoring.route_alpha(query) if params.alpha == "auto" else float(params.alpha)
+        alpha = scoring.route_alpha(query) if settings.alpha == "auto" else float(settings.alpha)
         explanation = Explanation(query=query, alpha=alpha)
         if vector is None:
             vector = yield _Embed(query)
         self.index.check_dimension(vector)
-        wide = params.gate_margin > 0 or params.fill or params.title_weight > 0
+        wide = settings.gate_margin > 0 or settings.fill or settings.title_weight > 0
         # Filling needs about k / child_per_parent parents; search twice that, never fewer
         # than 4 gates' worth, so the title signal can promote a parent the vectors ranked low.
-        need = -(-2 * params.k // params.child_per_parent) if params.fill else 0
-        n = max(4 * params.parent_top_k, need) if wide else params.parent_top_k
-        hits: ParentHits = yield _SearchParents(vector, n, params.filter)
+        need = -(-2 * settings.k // settings.child_per_parent) if settings.fill else 0
+        n = max(4 * settings.parent_top_k, need) if wide else settings.parent_top_k
+        hits: ParentHits = yield _SearchParents(vector, n, settings.filter)
         parent_scores = scoring.blend(
-            hits.scores,
-            bm25(query, [str(m.get(keys.HEADINGS, "")) for m in hits.metadatas]),
-            params.title_weight,
+            hits.scores, bm25(query, hits.headings), settings.title_weight
         )
         gate = scoring.select_gate(
-            hits.ids, parent_scores, params.parent_top_k, margin=params.gate_margin
+            hits.ids, parent_scores, settings.parent_top_k, margin=settings.gate_margin
         )
-        counts = [int(m.get(keys.CHILD_COUNT, 0)) for m in hits.metadatas]
-        if params.fill:
+        counts = hits.child_counts
+        if settings.fill:
             gate = scoring.fill_gate(
                 gate,
                 hits.ids,
                 parent_scores,
                 counts,
-                need=params.k,
-                child_per_parent=params.child_per_parent,
+                need=settings.k,
+                child_per_parent=settings.child_per_parent,
             )
         count_of = dict(zip(hits.ids, counts, strict=True))
         rows: ChildRows = yield _FetchChildren({g.parent_id: count_of[g.parent_id] for g in gate})
         if not rows.ids:
             return explanation
         child_scores = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
-        if params.lexical_weight:
+        if settings.lexical_weight:
             child_scores = scoring.blend(
-                child_scores, bm25(query, _lexical_texts(rows)), params.lexical_weight
+                child_scores, bm25(query, rows.lexical_texts), settings.lexical_weight
             )
+        parent_ids = rows.parent_ids
         ranked = scoring.rank_children(
-            [m[keys.PARENT_ID] for m in rows.metadatas],
+            parent_ids,
             rows.ids,
             child_scores,
             gate,
-            child_per_parent=params.child_per_parent,
+            child_per_parent=settings.child_per_parent,
             alpha=alpha,
         )
         fused = dict(ranked)
         order = [row for row, _ in ranked]
-        if params.dedupe:
+        if settings.dedupe:
             order = scoring.dedupe(
                 order,
-                [(m[keys.DOC_ID], m[keys.START_INDEX], m[keys.END_INDEX]) for m in rows.metadatas],
+                rows.spans,
                 rows.texts,
                 rows.vectors,
-                near_duplicate=params.near_duplicate,
-                limit=None if params.return_parents else params.k,
+                near_duplicate=settings.near_duplicate,
+                limit=None if settings.return_parents else settings.k,
             )
         by_parent = {g.parent_id: g for g in gate}
         meta_of = dict(zip(hits.ids, hits.metadatas, strict=True))
 
         def child_doc(row: int) -> Document:
-            gated = by_parent[rows.metadatas[row][keys.PARENT_ID]]
+            gated = by_parent[parent_ids[row]]
             return Document(
                 id=rows.ids[row],
                 page_content=rows.texts[row],
@@ -347,10 +294,10 @@ class GatedParentRetriever(BaseRetriever):
         if explain:
             explanation.considered.extend(child_doc(row) for row, _ in ranked)
         children = [child_doc(row) for row in order]
-        if params.return_parents:
-            explanation.documents.extend(_parents_of(children, rows.parents, params.k))
+        if settings.return_parents:
+            explanation.documents.extend(_parents_of(children, rows.parents, settings.k))
         else:
-            explanation.documents.extend(children[: params.k])
+            explanation.documents.extend(children[: settings.k])
         return explanation
 
     # ------------------------------------------------------------------ drivers
@@ -370,8 +317,10 @@ class GatedParentRetriever(BaseRetriever):
                 step = plan.send(result)
                 if isinstance(step, _Embed):
                     result = await self.index.embeddings.aembed_query(step.query)
-                else:  # chromadb's local client is synchronous: keep it off the event loop
-                    result = await asyncio.get_running_loop().run_in_executor(None, self._do, step)
+                else:
+                    # The stores may be synchronous (a local vector store often is): keep them off
+                    # the event loop, in a thread that sees this task's context (tracing).
+                    result = await run_in_executor(None, self._do, step)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
@@ -382,12 +331,12 @@ class GatedParentRetriever(BaseRetriever):
             return self.index.search_parents(step.vector, step.n, step.where)
         return self.index.children_of(step.child_counts)
 
-    def _start(self, query: object, kwargs: dict[str, Any]) -> tuple[str, Params, Any]:
+    def _start(self, query: object, kwargs: dict[str, Any]) -> tuple[str, SearchParams, Any]:
         query = _validate_query(query)
         vector = kwargs.pop("query_vector", None)
-        params = self._params(kwargs)
-        self.index.check_filter(params.filter)
-        return query, params, vector
+        settings = self._params(kwargs)
+        self.index.check_filter(settings.filter)
+        return query, settings, vector
 
     def _get_relevant_documents(
         self,
@@ -396,8 +345,8 @@ class GatedParentRetriever(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,  # noqa: ARG002 (callbacks: the base class)
         **kwargs: Any,
     ) -> list[Document]:
-        query, params, vector = self._start(query, kwargs)
-        return self._run(self._plan(query, params, vector)).documents
+        query, settings, vector = self._start(query, kwargs)
+        return self._run(self._plan(query, settings, vector)).documents
 
     async def _aget_relevant_documents(
         self,
@@ -406,141 +355,54 @@ class GatedParentRetriever(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,  # noqa: ARG002 (the base class's)
         **kwargs: Any,
     ) -> list[Document]:
-        query, params, vector = self._start(query, kwargs)
-        return (await self._arun(self._plan(query, params, vector))).documents
+        query, settings, vector = self._start(query, kwargs)
+        return (await self._arun(self._plan(query, settings, vector))).documents
 
     def explain(self, query: str, **kwargs: Any) -> Explanation:
         """Run the retrieval and return what the gate opened and every child it scored."""
-        query, params, vector = self._start(query, kwargs)
-        return self._run(self._plan(query, params, vector, explain=True))
+        query, settings, vector = self._start(query, kwargs)
+        return self._run(self._plan(query, settings, vector, explain=True))
 
     # ------------------------------------------------------------------ per-request settings
-    _BATCH_VECTORS: ClassVar[str] = "_batch_query_vectors"
-    """Keyword through which ``batch`` hands each ``invoke`` the vectors of all its queries."""
-
     @property
     @override
     def config_specs(self) -> list[ConfigurableFieldSpec]:
-        """The settings one call may take from ``config["configurable"]``.
+        """Every knob, as a setting one call may take from ``config["configurable"]``.
 
         Declared so that LangServe's config schema accepts and forwards them (a key not
         declared here is dropped by the server) and the playground shows their ranges. Every
-        default is ``None``, meaning "this retriever's own field": the specs are then the same
-        for every instance, so two retrievers can sit in one chain without a conflict. In a
-        chain the ids are shared, so ``{"k": 3}`` applies to each retriever of this class.
+        default is ``None``, meaning "this retriever's own field". In a chain the ids are
+        shared, so ``{"k": 3}`` applies to each retriever of this class.
         """
-        positive = Annotated[int, Ge(1)] | None
-        return [
-            ConfigurableFieldSpec(
-                id="k", annotation=positive, name="k", description="How many results to return."
-            ),
-            ConfigurableFieldSpec(
-                id="alpha",
-                annotation=Annotated[float, Interval(ge=0, le=1)] | Literal["auto"] | None,
-                name="alpha",
-                description="Weight of the parent's score in the fused score, or 'auto'.",
-            ),
-            ConfigurableFieldSpec(
-                id="parent_top_k",
-                annotation=positive,
-                name="parent_top_k",
-                description="How many parents the gate opens.",
-            ),
-            ConfigurableFieldSpec(
-                id="child_per_parent",
-                annotation=positive,
-                name="child_per_parent",
-                description="At most this many children from one parent.",
-            ),
-            ConfigurableFieldSpec(
-                id="return_parents",
-                annotation=bool | None,
-                name="return_parents",
-                description="Return the parents of the best children instead.",
-            ),
-            ConfigurableFieldSpec(
-                id="filter",
-                annotation=dict[str, Any] | None,
-                name="filter",
-                description='Chroma metadata filter, e.g. {"doc_id": "P-GAPDH-01"}.',
-            ),
-        ]
+        return params.config_specs()
 
-    def _call_kwargs(
-        self, query: object, config: RunnableConfig | None, kwargs: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Per-call arguments: the declared ``configurable`` settings, then explicit kwargs.
+    @staticmethod
+    def _call_kwargs(config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Per-call arguments: the knobs in ``configurable``, then explicit keyword arguments.
 
         ``None`` in ``configurable`` keeps the field (LangServe sends every declared key, unset
-        ones as ``None``). A vector precomputed by ``batch`` becomes ``query_vector``.
+        ones as ``None``); keys that are not knobs belong to other runnables and are ignored.
         """
         configurable = (config or {}).get("configurable") or {}
-        ids = {spec.id for spec in self.config_specs}
-        merged = {k: v for k, v in configurable.items() if k in ids and v is not None}
+        merged = {k: v for k, v in configurable.items() if k in params.KNOBS and v is not None}
         merged.update(kwargs)
-        vectors = merged.pop(self._BATCH_VECTORS, None)
-        if vectors and isinstance(query, str) and query in vectors:
-            merged.setdefault("query_vector", vectors[query])
         return merged
-
-    def _to_embed(self, inputs: Sequence[object], kwargs: dict[str, Any]) -> list[str]:
-        """The distinct queries of a batch worth embedding (invalid ones fail in ``invoke``)."""
-        if "query_vector" in kwargs:
-            return []
-        return list(dict.fromkeys(q for q in inputs if isinstance(q, str) and q.strip()))
 
     @override
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
-        """Retrieve for one query; ``config["configurable"]`` may change this call's settings.
+        """Retrieve for one query; ``config["configurable"]`` may change this call's knobs.
 
-        So a chain or a LangServe client tunes ``alpha``, ``k``, ``parent_top_k``,
-        ``child_per_parent``, ``return_parents`` or ``filter`` per request without a new
-        retriever (see :attr:`config_specs`); explicit keyword arguments win over ``config``.
+        So a chain or a LangServe client tunes any knob (``alpha``, ``k``, ``filter``...) per
+        request without a new retriever (see :attr:`config_specs`); explicit keyword arguments
+        win over ``config``. ``batch`` runs this for each input, so it answers the same.
         """
-        return super().invoke(input, config, **self._call_kwargs(input, config, kwargs))
+        return super().invoke(input, config, **self._call_kwargs(config, kwargs))
 
     @override
     async def ainvoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
         """Async :meth:`invoke`, with the same per-request settings."""
-        return await super().ainvoke(input, config, **self._call_kwargs(input, config, kwargs))
-
-    @override
-    def batch(
-        self,
-        inputs: list[str],
-        config: RunnableConfig | list[RunnableConfig] | None = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> list[list[Document]]:
-        """Retrieve for many queries, embedding all of them in one ``embed_documents`` call.
-
-        One batched model call is much cheaper than one call per query. It assumes queries
-        and documents share one encoder (``embed_query(q) == embed_documents([q])[0]``), as
-        :class:`~langchain_gated_parent.embeddings.MiniLMEmbeddings` does.
-        """
-        queries = self._to_embed(inputs, kwargs)
-        if queries:
-            vectors = self.index.embeddings.embed_documents(queries)
-            kwargs[self._BATCH_VECTORS] = dict(zip(queries, vectors, strict=True))
-        return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs)
-
-    @override
-    async def abatch(
-        self,
-        inputs: list[str],
-        config: RunnableConfig | list[RunnableConfig] | None = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> list[list[Document]]:
-        """Async :meth:`batch`: one ``aembed_documents`` call for all the queries."""
-        queries = self._to_embed(inputs, kwargs)
-        if queries:
-            vectors = await self.index.embeddings.aembed_documents(queries)
-            kwargs[self._BATCH_VECTORS] = dict(zip(queries, vectors, strict=True))
-        return await super().abatch(inputs, config, return_exceptions=return_exceptions, **kwargs)
+        return await super().ainvoke(input, config, **self._call_kwargs(config, kwargs))

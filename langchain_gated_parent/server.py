@@ -40,7 +40,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import AfterValidator
 
@@ -119,7 +119,7 @@ def create_app(source: Source) -> FastAPI:
         The app; run it with ``uvicorn.run(app)`` or :func:`serve`.
     """
     retriever = _retriever(source)
-    index = retriever.index
+    index = cast("GatedParentIndex", retriever.index)  # the retriever reads it as a SearchStore
     app = FastAPI(
         title="langchain-gated-parent",
         description="Section parents gate paragraph children; results carry fused scores.",

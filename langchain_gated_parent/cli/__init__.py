@@ -17,5 +17,6 @@ is one ``gated-parent: error: ...`` line on stderr, never a traceback.
 """
 
 from langchain_gated_parent.cli.app import build_parser, main
+from langchain_gated_parent.cli.common import EXIT_FAILURE, EXIT_USAGE
 
-__all__ = ["build_parser", "main"]
+__all__ = ["EXIT_FAILURE", "EXIT_USAGE", "build_parser", "main"]

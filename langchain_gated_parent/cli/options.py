@@ -20,17 +20,6 @@ def positive_int(value: str) -> int:
     return number
 
 
-def alpha(value: str) -> float | str:
-    """A number or ``auto``; the range is the library's to check (one message, one place)."""
-    if value == "auto":
-        return value
-    try:
-        return float(value)
-    except ValueError:
-        msg = f"expected a number in [0, 1] or 'auto', got {value!r}"
-        raise argparse.ArgumentTypeError(msg) from None
-
-
 def filter_pair(value: str) -> tuple[str, str]:
     """``KEY=VALUE`` for ``--filter``."""
     key, sep, wanted = value.partition("=")

@@ -102,6 +102,75 @@ def test_per_request_filter_and_return_parents(
     assert all(d.id == d.metadata[keys.PARENT_ID] for d in docs)
 
 
+KNOBS = {
+    "k",
+    "alpha",
+    "parent_top_k",
+    "child_per_parent",
+    "gate_margin",
+    "fill",
+    "lexical_weight",
+    "title_weight",
+    "return_parents",
+    "dedupe",
+    "near_duplicate",
+    "filter",
+}
+PER_KNOB: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    ("k", {"k": 2}, {}),
+    ("alpha", {"alpha": 0.0}, {}),
+    ("alpha", {"alpha": "auto"}, {}),
+    ("parent_top_k", {"parent_top_k": 1}, {}),
+    ("child_per_parent", {"child_per_parent": 1}, {}),
+    ("gate_margin", {"gate_margin": 0.2}, {}),
+    ("fill", {"parent_top_k": 1, "k": 6, "fill": False}, {"parent_top_k": 1, "k": 6}),
+    ("lexical_weight", {"lexical_weight": 1.0}, {}),
+    ("title_weight", {"title_weight": 1.0}, {}),
+    ("return_parents", {"return_parents": True}, {}),
+    (
+        "dedupe",
+        {"title_weight": 0.0, "near_duplicate": 0.0, "dedupe": False},
+        {"title_weight": 0.0, "near_duplicate": 0.0},
+    ),
+    ("near_duplicate", {"near_duplicate": 0.0}, {}),
+    ("filter", {"filter": {"doc_id": "P-RIVAL-02"}}, {}),
+]
+"""For each knob: a request setting it, and the same request without it (results differ).
+
+``fill`` and ``dedupe`` show only when they have work: a single opened parent to fill from, and
+``near_duplicate=0`` (every later child is a near duplicate) for dedupe to drop.
+"""
+
+
+def answers(docs: list[Document]) -> list[tuple[str | None, float]]:
+    return [(d.id, round(d.metadata[keys.SCORE], 9)) for d in docs]
+
+
+def test_the_cases_set_every_knob() -> None:
+    assert {knob for knob, _, _ in PER_KNOB} == KNOBS
+
+
+@pytest.mark.parametrize(
+    ("knob", "setting", "without"),
+    PER_KNOB,
+    ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(PER_KNOB)],
+)
+def test_a_client_sets_each_knob_per_request(
+    remote: RemoteRunnable[str, list[Document]],
+    index: GatedParentIndex,
+    knob: str,
+    setting: dict[str, Any],
+    without: dict[str, Any],
+) -> None:
+    local = index.as_retriever(k=4)  # the served retriever's own settings
+    expected = answers(local.invoke(QUERY, **setting))
+    assert expected != answers(local.invoke(QUERY, **without)), f"{knob} changes nothing here"
+    served = remote.invoke(QUERY, config={"configurable": setting})
+    assert answers(served) == expected
+    batched = remote.batch([QUERY, QUERY], config={"configurable": setting})
+    assert [answers(docs) for docs in batched] == [expected, expected]
+
+
 def test_plain_http_invoke_and_batch(client: httpx.Client) -> None:
     body = {"input": QUERY, "config": {"configurable": {"k": 2, "alpha": 0.0}}}
     response = client.post(f"{RETRIEVER_PATH}/invoke", json=body)
@@ -191,14 +260,7 @@ def test_health_reports_the_index(client: httpx.Client) -> None:
 
 def test_schemas_and_playground_are_served(client: httpx.Client) -> None:
     config = client.get(f"{RETRIEVER_PATH}/config_schema").json()
-    assert set(config["$defs"]["Configurable"]["properties"]) == {
-        "k",
-        "alpha",
-        "parent_top_k",
-        "child_per_parent",
-        "return_parents",
-        "filter",
-    }
+    assert set(config["$defs"]["Configurable"]["properties"]) == KNOBS
     assert client.get(f"{RETRIEVER_PATH}/input_schema").json()["type"] == "string"
     assert client.get(f"{RETRIEVER_PATH}/playground/").status_code == 200
 

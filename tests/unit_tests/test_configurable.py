@@ -1,4 +1,4 @@
-"""Per-request settings through ``config["configurable"]``, and batch embedding in one call."""
+"""Per-request settings through ``config["configurable"]``, and batches that answer as invoke."""
 
 from __future__ import annotations
 
@@ -11,7 +11,20 @@ from langchain_core.runnables import RunnableParallel
 
 from langchain_gated_parent import GatedParentIndex, GatedParentRetriever, keys
 
-CONFIGURABLE = {"k", "alpha", "parent_top_k", "child_per_parent", "return_parents", "filter"}
+CONFIGURABLE = {
+    "k",
+    "alpha",
+    "parent_top_k",
+    "child_per_parent",
+    "gate_margin",
+    "fill",
+    "lexical_weight",
+    "title_weight",
+    "return_parents",
+    "dedupe",
+    "near_duplicate",
+    "filter",
+}
 
 
 class CountingEmbeddings(Embeddings):
@@ -32,6 +45,10 @@ class CountingEmbeddings(Embeddings):
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         self.calls.append(("aembed_documents", len(texts)))
         return self.inner.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        self.calls.append(("aembed_query", 1))
+        return self.inner.embed_query(text)
 
 
 def _paper(doc_id: str, topics: list[str]) -> Document:
@@ -143,13 +160,13 @@ async def test_ainvoke_reads_the_config_too(retriever: GatedParentRetriever) -> 
     assert all(d.metadata[keys.SCORE] == pytest.approx(d.metadata[keys.PARENT_SCORE]) for d in docs)
 
 
-def test_batch_embeds_all_queries_in_one_call(
+def test_batch_embeds_each_query_as_a_query(
     retriever: GatedParentRetriever, counting: tuple[GatedParentIndex, CountingEmbeddings]
 ) -> None:
     embeddings = counting[1]
     queries = ["Latency", "Cost", "Latency"]
     results = retriever.batch(queries)
-    assert embeddings.calls == [("embed_documents", 2)]  # one call, distinct queries only
+    assert sorted(embeddings.calls) == [("embed_query", 1)] * 3  # never embed_documents
     embeddings.calls.clear()
     assert [ids(docs) for docs in results] == [ids(retriever.invoke(q)) for q in queries]
 
@@ -166,15 +183,15 @@ def test_batch_reports_a_bad_query_in_its_own_slot(
     retriever: GatedParentRetriever, counting: tuple[GatedParentIndex, CountingEmbeddings]
 ) -> None:
     results = retriever.batch(["Cost", "  ", "Recall"], return_exceptions=True)
-    assert counting[1].calls == [("embed_documents", 2)]
+    assert counting[1].calls == [("embed_query", 1)] * 2
     assert isinstance(results[1], ValueError)
     assert "query is empty" in str(results[1])
     assert all(isinstance(r, list) and r for r in (results[0], results[2]))
 
 
-async def test_abatch_embeds_all_queries_in_one_call(
+async def test_abatch_embeds_each_query_as_a_query(
     retriever: GatedParentRetriever, counting: tuple[GatedParentIndex, CountingEmbeddings]
 ) -> None:
     results = await retriever.abatch(["Cost", "Throughput", "Memory"], {"configurable": {"k": 2}})
-    assert counting[1].calls == [("aembed_documents", 3)]
+    assert counting[1].calls == [("aembed_query", 1)] * 3
     assert [len(docs) for docs in results] == [2, 2, 2]

@@ -1,0 +1,126 @@
+"""What the retriever consumes from storage: the records it reads and the protocol it reads them by.
+
+The retriever depends on this module only, never on the index or on a vector store: any object
+with :class:`SearchStore`'s methods can be searched, and the metadata keys the stores write are
+read here, once, into the typed fields the scoring needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from langchain_gated_parent import keys
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import numpy as np
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from numpy.typing import NDArray
+
+
+@dataclass(frozen=True)
+class ParentHits:
+    """Parents found by the gate's vector search, best first, scores in [0, 1]."""
+
+    ids: list[str]
+    scores: list[float]
+    metadatas: list[dict[str, Any]]
+
+    @property
+    def headings(self) -> list[str]:
+        """Each parent's heading titles (its path and its subsections'), for the title signal."""
+        return [str(meta.get(keys.HEADINGS, "")) for meta in self.metadatas]
+
+    @property
+    def child_counts(self) -> list[int]:
+        """How many children each parent has (how far the gate must open, without a read)."""
+        return [int(meta.get(keys.CHILD_COUNT, 0)) for meta in self.metadatas]
+
+
+@dataclass(frozen=True)
+class ChildRows:
+    """Children fetched for scoring: parallel lists plus their vectors (rows L2-normalized).
+
+    ``parents`` are the children's parents, read to cut the texts (so ``return_parents`` needs
+    no second read).
+    """
+
+    ids: list[str]
+    texts: list[str]
+    metadatas: list[dict[str, Any]]
+    vectors: NDArray[np.float32]
+    parents: dict[str, Document] = field(default_factory=dict)
+
+    @property
+    def parent_ids(self) -> list[str]:
+        """Each child's parent."""
+        return [meta[keys.PARENT_ID] for meta in self.metadatas]
+
+    @property
+    def spans(self) -> list[tuple[str, int, int]]:
+        """Each child's ``(doc_id, start, end)`` in its document: one span is one fact."""
+        return [
+            (meta[keys.DOC_ID], meta[keys.START_INDEX], meta[keys.END_INDEX])
+            for meta in self.metadatas
+        ]
+
+    @property
+    def lexical_texts(self) -> list[str]:
+        """What BM25 reads for a child: its heading path, then its text."""
+        return [
+            " ".join([*(meta.get(keys.SECTION_PATH) or []), text])
+            for meta, text in zip(self.metadatas, self.texts, strict=True)
+        ]
+
+
+@runtime_checkable
+class SearchStore(Protocol):
+    """What the retriever needs from an index: the query model, two reads and two checks."""
+
+    embeddings: Embeddings
+    """Embeds the query (``embed_query`` / ``aembed_query``)."""
+    vector_store_provider: str
+    """The vector store's name, reported to tracing as ``ls_vector_store_provider``."""
+
+    @property
+    def embedding_model(self) -> str:
+        """The embedding model's name, reported to tracing as ``ls_embedding_provider``."""
+        ...
+
+    def check_dimension(self, vector: Sequence[float]) -> None:
+        """Refuse a query vector of another length than the stored vectors'."""
+        ...
+
+    def check_filter(self, where: dict[str, Any] | None) -> None:
+        """Refuse a malformed filter, or one on a key no stored document has."""
+        ...
+
+    def search_parents(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
+    ) -> ParentHits:
+        """The ``n`` parents most similar to the query vector."""
+        ...
+
+    def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
+        """Every child of the given parents (id to child count), with vectors."""
+        ...
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What the gate did for one query, to see and tune its failures.
+
+    ``parents`` are the opened parents (metadata ``parent_score`` and ``gate_rank``);
+    ``considered`` every child scored inside them; ``documents`` what the retriever returned.
+    When the evidence is in none of ``parents``, the gate missed ("parent recall all misses,
+    child recall zero"): widen ``parent_top_k`` or ``gate_margin``, or use smaller parents.
+    """
+
+    query: str
+    alpha: float
+    parents: list[Document] = field(default_factory=list)
+    considered: list[Document] = field(default_factory=list)
+    documents: list[Document] = field(default_factory=list)

@@ -1,0 +1,217 @@
+"""Every entry point answers alike, and the retriever needs nothing of its store but the protocol.
+
+``batch``/``abatch`` must give what ``invoke`` gives, for any ``Embeddings``: an asymmetric model
+(E5, nomic, Cohere) embeds a query differently from a passage, so a batch that embedded its
+queries as documents would search with other vectors. The async driver must run storage calls
+in a thread that sees the caller's context variables (tracing callbacks live there).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextvars
+import inspect
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+
+from langchain_gated_parent import GatedParentIndex, GatedParentRetriever, keys, retriever
+from langchain_gated_parent.records import ChildRows, ParentHits, SearchStore
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+pytestmark = pytest.mark.disable_socket
+
+QUERIES = ["Latency of the cache", "Memory use", "Cost per query", "Memory use"]
+
+
+class AsymmetricFakeEmbeddings(Embeddings):
+    """A fake asymmetric model: queries and passages get different prefixes, as E5's do.
+
+    ``embed_query(t)`` is the vector of ``"query: " + t`` and ``embed_documents([t])[0]`` the
+    vector of ``"passage: " + t``, so the two never agree.
+    """
+
+    def __init__(self) -> None:
+        self.inner = DeterministicFakeEmbedding(size=24)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents([f"passage: {t}" for t in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(f"query: {text}")
+
+
+def _paper(doc_id: str, topics: list[str]) -> Document:
+    body = "\n\n".join(
+        f"# {topic}\n\n{topic} is measured first.\n\nThen {topic} is compared across runs."
+        for topic in topics
+    )
+    return Document(page_content=body, metadata={"doc_id": doc_id})
+
+
+@pytest.fixture(scope="module")
+def asymmetric(tmp_path_factory: pytest.TempPathFactory) -> GatedParentRetriever:
+    embeddings = AsymmetricFakeEmbeddings()
+    assert embeddings.embed_query("x") != embeddings.embed_documents(["x"])[0]
+    index = GatedParentIndex(embeddings, directory=tmp_path_factory.mktemp("asymmetric"))
+    index.add_documents(
+        [_paper("a", ["Latency", "Memory", "Recall"]), _paper("b", ["Cost", "Throughput"])]
+    )
+    return index.as_retriever(k=4, parent_top_k=2)
+
+
+def answers(docs: list[Document]) -> list[tuple[str | None, float]]:
+    return [(d.id, d.metadata[keys.SCORE]) for d in docs]
+
+
+def test_batch_answers_as_invoke_with_an_asymmetric_model(
+    asymmetric: GatedParentRetriever,
+) -> None:
+    expected = [answers(asymmetric.invoke(q)) for q in QUERIES]
+    assert [answers(docs) for docs in asymmetric.batch(QUERIES)] == expected
+    configs: list[Any] = [{"configurable": {"k": 2}}] * len(QUERIES)
+    assert [answers(docs) for docs in asymmetric.batch(QUERIES, configs)] == [
+        answers(asymmetric.invoke(q, k=2)) for q in QUERIES
+    ]
+
+
+async def test_abatch_answers_as_ainvoke_with_an_asymmetric_model(
+    asymmetric: GatedParentRetriever,
+) -> None:
+    expected = [answers(await asymmetric.ainvoke(q)) for q in QUERIES]
+    assert expected == [answers(asymmetric.invoke(q)) for q in QUERIES]
+    assert [answers(docs) for docs in await asymmetric.abatch(QUERIES)] == expected
+
+
+TRACE: contextvars.ContextVar[str] = contextvars.ContextVar("trace", default="unset")
+
+
+async def test_async_storage_calls_see_the_callers_context(
+    asymmetric: GatedParentRetriever, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = asymmetric.index
+    seen: list[tuple[str, str]] = []
+
+    def recorded(name: str) -> Any:
+        method = getattr(index, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            seen.append((name, TRACE.get()))
+            return method(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(index, "search_parents", recorded("search_parents"))
+    monkeypatch.setattr(index, "children_of", recorded("children_of"))
+    TRACE.set("run-42")
+    assert await asymmetric.ainvoke("Memory use")
+    assert seen == [("search_parents", "run-42"), ("children_of", "run-42")]
+
+
+class FakeStore:
+    """A fake in-memory store: the protocol's methods over a handful of numpy rows.
+
+    It is no index (no persistence, no journal, brute-force search): it shows that the retriever
+    needs only :class:`~langchain_gated_parent.records.SearchStore`.
+    """
+
+    vector_store_provider = "FakeStore"
+
+    def __init__(self, documents: Sequence[Document]) -> None:
+        self.embeddings = DeterministicFakeEmbedding(size=8)
+        self.children: list[tuple[str, str, dict[str, Any]]] = []
+        parents: dict[str, list[int]] = {}
+        for n, doc in enumerate(documents):
+            pid = f"P-{doc.metadata['section']}"
+            cid = f"C-{doc.metadata['section']}-{n}"
+            meta = {
+                keys.PARENT_ID: pid,
+                keys.DOC_ID: "doc",
+                keys.START_INDEX: n * 100,
+                keys.END_INDEX: n * 100 + len(doc.page_content),
+                keys.SECTION_PATH: [doc.metadata["section"]],
+            }
+            parents.setdefault(pid, []).append(len(self.children))
+            self.children.append((cid, doc.page_content, meta))
+        vectors = np.asarray(self.embeddings.embed_documents([c[1] for c in self.children]))
+        self.vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        self.parents = parents
+
+    @property
+    def embedding_model(self) -> str:
+        return "fake-8"
+
+    def check_dimension(self, vector: Sequence[float]) -> None:
+        assert len(vector) == self.vectors.shape[1]
+
+    def check_filter(self, where: dict[str, Any] | None) -> None:
+        assert where is None
+
+    def search_parents(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
+    ) -> ParentHits:
+        del where
+        query = np.asarray(vector) / np.linalg.norm(vector)
+        scores = {
+            pid: float(self.vectors[rows].mean(axis=0) @ query)
+            for pid, rows in self.parents.items()
+        }
+        best = sorted(scores, key=lambda pid: -scores[pid])[:n]
+        metadatas = [{keys.CHILD_COUNT: len(self.parents[p]), keys.HEADINGS: p[2:]} for p in best]
+        return ParentHits(best, [max(scores[p], 0.0) for p in best], metadatas)
+
+    def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
+        rows = [row for pid in child_counts for row in self.parents[pid]]
+        return ChildRows(
+            [self.children[r][0] for r in rows],
+            [self.children[r][1] for r in rows],
+            [self.children[r][2] for r in rows],
+            self.vectors[rows].astype(np.float32),
+            {pid: Document(page_content="", id=pid) for pid in child_counts},
+        )
+
+
+@pytest.fixture
+def fake_store() -> FakeStore:
+    texts = [
+        ("intro", "What the cache is."),
+        ("cache", "The cache keeps 2 GB."),
+        ("cache", "It evicts the oldest entry."),
+    ]
+    return FakeStore([Document(page_content=t, metadata={"section": s}) for s, t in texts])
+
+
+def test_the_retriever_searches_any_store_of_the_protocol(fake_store: FakeStore) -> None:
+    assert isinstance(fake_store, SearchStore)
+    found = GatedParentRetriever.from_store(fake_store, k=2, parent_top_k=2).invoke("cache size")
+    assert 1 <= len(found) <= 2
+    assert all(d.metadata[keys.PARENT_ID] in fake_store.parents for d in found)
+
+
+def test_tracing_names_the_stores_provider_and_model(fake_store: FakeStore) -> None:
+    ls_params = GatedParentRetriever.from_store(fake_store)._get_ls_params()
+    assert ls_params["ls_vector_store_provider"] == "FakeStore"
+    assert ls_params["ls_embedding_provider"] == "fake-8"
+
+
+STORED_KEYS = {"HEADINGS", "CHILD_COUNT", "DOC_ID", "START_INDEX", "END_INDEX", "SECTION_PATH"}
+"""Keys the stores write; the records read them, the retriever never does."""
+
+
+def test_the_retriever_reads_no_store_detail() -> None:
+    source = inspect.getsource(retriever)
+    assert "chroma" not in source.casefold()
+    used = {
+        node.attr
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "keys"
+    }
+    assert used
+    assert not used & STORED_KEYS
