@@ -79,7 +79,8 @@ def _looks_like_heading(line: Line, body: float) -> bool:
     """Whether typography and text make ``line`` a heading candidate.
 
     Larger than body or bold, short, not code, not a contents entry (dot leaders), not a
-    sentence fragment (lowercase start, trailing comma).
+    sentence fragment (lowercase start; a trailing comma unless the line is set larger, the
+    first line of a wrapped heading).
     """
     if not (line.bold or line.size >= body * _LARGER) or line.mono:
         return False
@@ -88,7 +89,7 @@ def _looks_like_heading(line: Line, body: float) -> bool:
         line.words > _MAX_HEADING_WORDS
         or len(text) > _MAX_HEADING_CHARS
         or text[0].islower()
-        or text.endswith((",", ";"))
+        or (text.endswith((",", ";")) and line.size < body * _LARGER)
         or _CONTENTS.match(text)
         or _LEADER.search(text)
         or len(_LETTERS.findall(text)) < _MIN_LETTERS

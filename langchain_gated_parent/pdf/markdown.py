@@ -40,6 +40,7 @@ class Hyphens:
     The document itself is the dictionary: 'back-' + 'translation' keeps its hyphen when
     'back-translation' is printed unbroken elsewhere and 'backtranslation' is not. Otherwise the
     hyphen is dropped before a lowercase letter (hyphenation) and kept before anything else.
+    A hyphen pdfium did not mark (after a symbol) stays, and the lines join without a space.
     """
 
     def __init__(self, lines: Iterable[Line]) -> None:
@@ -52,7 +53,10 @@ class Hyphens:
     def joint(self, previous: str, text: str, *, hyphen: bool, code: bool) -> str:
         """What goes between two lines of a paragraph: a space, a newline (code), a hyphen or ''."""
         if not hyphen:
-            return "\n" if code else " "
+            if code:
+                return "\n"
+            literal = previous.endswith("-") and not previous.endswith(" -")
+            return "" if literal and text[:1].isalnum() else " "
         if code:
             return "-\n"
         head = _WORD.findall(previous.lower()[-40:])
