@@ -52,25 +52,23 @@ class Hyphens:
 
     def joint(self, previous: str, text: str, *, hyphen: bool, code: bool) -> str:
         """What goes between two lines of a paragraph: a space, a newline (code), a hyphen or ''."""
+        if code:
+            return "-\n" if hyphen else "\n"
         if not hyphen:
-            if code:
-                return "\n"
             literal = previous.endswith("-") and not previous.endswith(" -")
             return "" if literal and text[:1].isalnum() else " "
-        if code:
-            return "-\n"
+        return "-" if self._keeps_hyphen(previous, text) else ""
+
+    def _keeps_hyphen(self, previous: str, text: str) -> bool:
+        """Whether the hyphen pdfium took off the end of ``previous`` belongs to the word."""
         head = _WORD.findall(previous.lower()[-40:])
         tail = _WORD.match(text.lower())
         if head and tail and previous[-1:].isalpha():
             joined, kept = head[-1] + tail.group(), f"{head[-1]}-{tail.group()}"
-            if kept in self._words and joined not in self._words:
-                return "-"
-            if joined in self._words:
-                return ""
+            if kept in self._words or joined in self._words:
+                return joined not in self._words
         first = text[:1]
-        if first.islower() or (first.isupper() and previous[-1:].isupper()):
-            return ""
-        return "-"
+        return not (first.islower() or (first.isupper() and previous[-1:].isupper()))
 
 
 @dataclass
