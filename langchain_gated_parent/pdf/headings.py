@@ -75,14 +75,14 @@ def contents_pages(pages: list[list[Line]]) -> set[int]:
     return found
 
 
-def _looks_like_heading(line: Line, body: float) -> bool:
+def _looks_like_heading(line: Line, body: float, *, bold_body: bool) -> bool:
     """Whether typography and text make ``line`` a heading candidate.
 
     Larger than body or bold, short, not code, not a contents entry (dot leaders), not a
     sentence fragment (lowercase start; a trailing comma unless the line is set larger, the
     first line of a wrapped heading).
     """
-    if not (line.bold or line.size >= body * _LARGER) or line.mono:
+    if not ((line.bold and not bold_body) or line.size >= body * _LARGER) or line.mono:
         return False
     text = line.text
     return not (
@@ -111,6 +111,8 @@ def heading_lines(
         The lines with run-in headings inserted.
     """
     lefts = column_lefts(lines)
+    bold_chars = sum(len(line.text) for line in lines if line.bold)
+    bold_body = bold_chars > sum(len(line.text) for line in lines) / 2  # bold marks nothing
     flow: list[Line] = []
     previous: Line | None = None
     for line in lines:
@@ -128,7 +130,9 @@ def heading_lines(
         indented = line.x0 - lefts[line.page, line.column] > _MAX_HEADING_INDENT * body
         if line.page in skip_pages and not (first_on_page and line.size >= body * _LARGER):
             pass
-        elif _looks_like_heading(line, body) and (not indented or _ABSTRACT.match(line.text)):
+        elif _looks_like_heading(line, body, bold_body=bold_body) and (
+            not indented or _ABSTRACT.match(line.text)
+        ):
             line.role, line.title = "heading", line.text
         elif _is_run_in(line):
             flow.insert(len(flow) - 1, _run_in_heading(line))

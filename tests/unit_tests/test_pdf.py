@@ -173,6 +173,14 @@ def test_paragraphs_from_indent_and_hyphenation_joined(paper: PdfText) -> None:
     assert "segmen-" not in paper.markdown
 
 
+def test_pages_of_one_line_keep_their_text(tmp_path: Path) -> None:
+    pages = [[Item(BODY, 10, 72, 700, f"Page {n} says something of its own.")] for n in (1, 2, 3)]
+    text = read_pdf(write_pdf(tmp_path / "short.pdf", pages))
+    for n, start in enumerate(text.page_starts, start=1):
+        assert text.markdown[start:].startswith(f"Page {n} says")
+    assert text.headings == ()
+
+
 def test_two_column_reading_order(tmp_path: Path) -> None:
     items: list[Item] = [Item(BOLD, 14, 60, 720, "1 Introduction")]
     for row in range(12):  # drawn row by row: the stream interleaves the columns
