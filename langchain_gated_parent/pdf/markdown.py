@@ -21,6 +21,7 @@ _MARKDOWN_TRAP = re.compile(r"^(\s{0,3})(#|`{3}|~{3}|=+\s*$|-+\s*$)")
 _INDENT_EMS = 0.6
 _SHORT_EMS = 2.0
 _ITEM_EMS = 4.0
+_LIST_ITEM = re.compile(r"^(?:\d{1,2}[.)]|[•◦▪∙·–])\s")
 _PARAGRAPH_GAP = 1.5
 _MAX_LEADING = 3.0
 _SAME_SIZE = 0.5
@@ -138,7 +139,8 @@ class Paragraphs:
     A line starts a paragraph after a heading, when code starts or stops, after a vertical gap
     wider than the usual line spacing, when it is indented from its column's left margin
     (unless the line before was indented too and ran to the right margin: a list item's second
-    line), or when the line before stopped short of the right margin.
+    line), when it is an indented list item ('1.', a bullet), or when the line before stopped
+    short of the right margin.
     """
 
     def __init__(self, lines: list[Line], body: float) -> None:
@@ -193,7 +195,9 @@ class Paragraphs:
             return previous.page == line.page and not (
                 0 < previous.base - line.base < _PARAGRAPH_GAP * self._leading
             )
-        if self._short(before, previous, line):
+        if self._short(before, previous, line) or (
+            self._indented(line) and _LIST_ITEM.match(line.text)
+        ):
             return True
         if previous.page == line.page and previous.column == line.column:
             gap = previous.base - line.base
