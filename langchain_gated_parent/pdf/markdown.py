@@ -21,7 +21,7 @@ _MARKDOWN_TRAP = re.compile(r"^(\s{0,3})(#|`{3}|~{3}|=+\s*$|-+\s*$)")
 _INDENT_EMS = 0.6
 _SHORT_EMS = 2.0
 _ITEM_EMS = 4.0
-_LIST_ITEM = re.compile(r"^(?:\d{1,2}[.)]|[•◦▪∙·–])\s")
+_LIST_ITEM = re.compile(r"^(?:\d{1,2}[.)]|[\u2022\u25e6\u25aa\u2219\u00b7\u2013])\s")
 _PARAGRAPH_GAP = 1.5
 _MAX_LEADING = 3.0
 _SAME_SIZE = 0.5
