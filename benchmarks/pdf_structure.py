@@ -66,19 +66,24 @@ def title_keys(title: str) -> set[str]:
 
 
 def true_headings(paths: Iterable[str]) -> list[tuple[str, int]]:
-    """Every heading a paper prints: each prefix of its section paths, first time seen.
+    """Every heading a paper prints: each new prefix of its section paths, in order.
 
     QASPER lists only sections with paragraphs, so a parent heading directly followed by its
     first subsection ('Background' before 'Background ::: Data') appears only inside the path.
+    A prefix is new where it differs from the previous section's path, so a title used twice
+    ('Background' in the body and in an appendix) counts twice.
     """
-    seen: set[tuple[str, ...]] = set()
     headings = []
+    previous: tuple[str, ...] = ()
     for path in paths:
         parts = tuple(path.split(" ::: "))
-        for depth in range(1, len(parts) + 1):
-            if parts[:depth] not in seen:
-                seen.add(parts[:depth])
-                headings.append((parts[depth - 1], depth))
+        same = 0
+        while same < min(len(parts), len(previous)) and parts[same] == previous[same]:
+            same += 1
+        if same == len(parts):  # the same path again: a new section of the same title
+            same -= 1
+        headings += [(parts[depth], depth + 1) for depth in range(same, len(parts))]
+        previous = parts
     return headings
 
 

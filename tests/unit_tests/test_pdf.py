@@ -223,12 +223,19 @@ def test_bookmarks_not_on_their_pages_are_ignored(tmp_path: Path) -> None:
 
 
 def true_headings(paper: dict[str, Any]) -> list[tuple[str, int]]:
-    """Every heading path prefix of a QASPER paper, lowercased, with its depth."""
-    seen: list[tuple[str, ...]] = []
+    """Every heading of a QASPER paper (each new prefix of its paths), lowercased, with depth."""
+    headings: list[tuple[str, int]] = []
+    previous: tuple[str, ...] = ()
     for section in paper["sections"]:
         parts = tuple(section["title"].lower().split(" ::: "))
-        seen += [parts[:d] for d in range(1, len(parts) + 1) if parts[:d] not in seen]
-    return [(path[-1], len(path)) for path in seen]
+        same = next(
+            (d for d, (a, b) in enumerate(zip(parts, previous, strict=False)) if a != b), None
+        )
+        start = min(len(parts), len(previous)) if same is None else same
+        start = min(start, len(parts) - 1)
+        headings += [(parts[d], d + 1) for d in range(start, len(parts))]
+        previous = parts
+    return headings
 
 
 @pytest.mark.parametrize(
