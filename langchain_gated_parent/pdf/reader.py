@@ -44,6 +44,10 @@ def read_pdf(path: str | os.PathLike[str], *, password: str | None = None) -> Pd
         PdfError: If the file is not a PDF, is encrypted (and no right password is given),
             truncated, corrupt, or has no text layer (a scan: run OCR first). The message
             names the file and the fix.
+
+    Note:
+        pdfium is not thread-safe: read PDFs from one thread per process (use processes to
+        read many in parallel).
     """
     file = Path(path)
     document = open_pdf(file, password)
