@@ -323,7 +323,8 @@ def apply_bookmarks(
     if not marks or found / len(marks) < _MATCH_SHARE:
         for lines in pages:
             for line in lines:
-                line.role = "body"
+                if line.role in {"heading", "merged"}:
+                    line.role = "body"
         return False
     for page, line in placed:
         lines = pages[page]

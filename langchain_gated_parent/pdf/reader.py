@@ -98,12 +98,11 @@ def _structure(
     pages = [reading_order(lines, area) for lines in pages]
     flow = [line for lines in pages for line in lines]
     body = body_size(flow)
+    title = take_title(flow, body) or metadata_title
     outline_used = bool(marks) and apply_bookmarks(pages, marks)
     flow = [line for lines in pages for line in lines]
-    title = metadata_title
     hyphens = Hyphens(flow)
     if not outline_used:
-        title = take_title(flow, body) or title
         skip = contents_pages(pages)
         if is_title_page(pages):
             skip.add(0)

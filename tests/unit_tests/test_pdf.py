@@ -203,6 +203,7 @@ def test_bookmarks_give_the_headings(tmp_path: Path) -> None:
     ]
     text = read_pdf(write_pdf(tmp_path / "marked.pdf", paper_pages(), outline))
     assert text.outline_used
+    assert text.title == "A Study of Gated Parents"
     assert [(h.title, h.level, h.page) for h in text.headings] == [
         ("1 Introduction", 1, 1),
         ("1.1 Background", 2, 1),
