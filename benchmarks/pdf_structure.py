@@ -7,7 +7,8 @@ Corpora (from ``--data``, default ``../shared/data``):
     * ``real-pdf/no-outline``: the same manuals without bookmarks; same truth.
 
 Every file is also checked: ``parse_markdown`` of the Markdown must find exactly the reader's
-headings (title, level, span), else the run stops.
+headings (title, level, span), and page offsets must rise with the pages and bracket each
+heading on its page, else the run stops.
 
 Heading precision/recall: predicted and true titles are compared after numbering, case and
 whitespace are normalised, matched one to one in document order (greedy, each true heading used
@@ -177,6 +178,12 @@ def _timed_read(path: Path) -> tuple[PdfText, float]:
     found = [(s.title, s.level, s.heading) for s in tree.sections if s.heading is not None]
     if found != [(h.title, h.level, (h.start, h.end)) for h in text.headings]:
         msg = f"{path}: parse_markdown does not find the reader's headings"
+        raise AssertionError(msg)
+    starts = [*text.page_starts, len(text.markdown)]
+    if starts != sorted(starts) or any(
+        not starts[h.page - 1] <= h.start <= starts[h.page] for h in text.headings
+    ):
+        msg = f"{path}: page offsets out of order or not matching the headings' pages"
         raise AssertionError(msg)
     return text, seconds
 
