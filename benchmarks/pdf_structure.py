@@ -7,7 +7,8 @@ Corpora (from ``--data``, default ``../shared/data``):
     * ``real-pdf/no-outline``: the same manuals without bookmarks; same truth.
 
 Every file is also checked: ``parse_markdown`` of the Markdown must find exactly the reader's
-headings (title, level, span), else the run stops.
+headings (title, level, span), and page offsets must rise with the pages and bracket each
+heading on its page, else the run stops.
 
 Heading precision/recall: predicted and true titles are compared after numbering, case and
 whitespace are normalised, matched one to one in document order (greedy, each true heading used
@@ -66,19 +67,24 @@ def title_keys(title: str) -> set[str]:
 
 
 def true_headings(paths: Iterable[str]) -> list[tuple[str, int]]:
-    """Every heading a paper prints: each prefix of its section paths, first time seen.
+    """Every heading a paper prints: each new prefix of its section paths, in order.
 
     QASPER lists only sections with paragraphs, so a parent heading directly followed by its
     first subsection ('Background' before 'Background ::: Data') appears only inside the path.
+    A prefix is new where it differs from the previous section's path, so a title used twice
+    ('Background' in the body and in an appendix) counts twice.
     """
-    seen: set[tuple[str, ...]] = set()
     headings = []
+    previous: tuple[str, ...] = ()
     for path in paths:
         parts = tuple(path.split(" ::: "))
-        for depth in range(1, len(parts) + 1):
-            if parts[:depth] not in seen:
-                seen.add(parts[:depth])
-                headings.append((parts[depth - 1], depth))
+        same = 0
+        while same < min(len(parts), len(previous)) and parts[same] == previous[same]:
+            same += 1
+        if same == len(parts):  # the same path again: a new section of the same title
+            same -= 1
+        headings += [(parts[depth], depth + 1) for depth in range(same, len(parts))]
+        previous = parts
     return headings
 
 
@@ -172,6 +178,12 @@ def _timed_read(path: Path) -> tuple[PdfText, float]:
     found = [(s.title, s.level, s.heading) for s in tree.sections if s.heading is not None]
     if found != [(h.title, h.level, (h.start, h.end)) for h in text.headings]:
         msg = f"{path}: parse_markdown does not find the reader's headings"
+        raise AssertionError(msg)
+    starts = [*text.page_starts, len(text.markdown)]
+    if starts != sorted(starts) or any(
+        not starts[h.page - 1] <= h.start <= starts[h.page] for h in text.headings
+    ):
+        msg = f"{path}: page offsets out of order or not matching the headings' pages"
         raise AssertionError(msg)
     return text, seconds
 

@@ -75,20 +75,21 @@ def contents_pages(pages: list[list[Line]]) -> set[int]:
     return found
 
 
-def _looks_like_heading(line: Line, body: float) -> bool:
+def _looks_like_heading(line: Line, body: float, *, bold_body: bool) -> bool:
     """Whether typography and text make ``line`` a heading candidate.
 
     Larger than body or bold, short, not code, not a contents entry (dot leaders), not a
-    sentence fragment (lowercase start, trailing comma).
+    sentence fragment (lowercase start; a trailing comma unless the line is set larger, the
+    first line of a wrapped heading).
     """
-    if not (line.bold or line.size >= body * _LARGER) or line.mono:
+    if not ((line.bold and not bold_body) or line.size >= body * _LARGER) or line.mono:
         return False
     text = line.text
     return not (
         line.words > _MAX_HEADING_WORDS
         or len(text) > _MAX_HEADING_CHARS
         or text[0].islower()
-        or text.endswith((",", ";"))
+        or (text.endswith((",", ";")) and line.size < body * _LARGER)
         or _CONTENTS.match(text)
         or _LEADER.search(text)
         or len(_LETTERS.findall(text)) < _MIN_LETTERS
@@ -110,6 +111,8 @@ def heading_lines(
         The lines with run-in headings inserted.
     """
     lefts = column_lefts(lines)
+    bold_chars = sum(len(line.text) for line in lines if line.bold)
+    bold_body = bold_chars > sum(len(line.text) for line in lines) / 2  # bold marks nothing
     flow: list[Line] = []
     previous: Line | None = None
     for line in lines:
@@ -127,7 +130,9 @@ def heading_lines(
         indented = line.x0 - lefts[line.page, line.column] > _MAX_HEADING_INDENT * body
         if line.page in skip_pages and not (first_on_page and line.size >= body * _LARGER):
             pass
-        elif _looks_like_heading(line, body) and (not indented or _ABSTRACT.match(line.text)):
+        elif _looks_like_heading(line, body, bold_body=bold_body) and (
+            not indented or _ABSTRACT.match(line.text)
+        ):
             line.role, line.title = "heading", line.text
         elif _is_run_in(line):
             flow.insert(len(flow) - 1, _run_in_heading(line))
@@ -318,7 +323,8 @@ def apply_bookmarks(
     if not marks or found / len(marks) < _MATCH_SHARE:
         for lines in pages:
             for line in lines:
-                line.role = "body"
+                if line.role in {"heading", "merged"}:
+                    line.role = "body"
         return False
     for page, line in placed:
         lines = pages[page]

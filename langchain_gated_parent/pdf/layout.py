@@ -20,6 +20,8 @@ _PAGE_NUMBER = re.compile(
 )
 _DIGITS = re.compile(r"\d+")
 _EDGE_LINES = 3
+_MIN_FURNISHED_LINES = 3
+_APART = 1.5  # line heights
 
 
 def _furniture_key(line: Line) -> str:
@@ -30,28 +32,38 @@ def _furniture_key(line: Line) -> str:
 def remove_furniture(pages: list[list[Line]], height: list[float]) -> None:
     """Drop running heads, footers and page numbers in place.
 
-    A line among the top or bottom few of its page is furniture when it is a bare page number,
-    or when the same text (numbers masked) sits at about the same height on another page.
+    A line among the top or bottom few of its page is furniture when it stands apart from the
+    text (no other line within a line and a half above or below, beside it aside) and is a
+    bare page number, or the same text (numbers masked) sits at about the same height on
+    another page. A page of one or two lines keeps them: they are its text.
     """
     seen: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for lines in pages:
         for line in _edge_lines(lines):
             seen[_furniture_key(line)].append((line.page, line.base))
     for number, lines in enumerate(pages):
-        edges = {id(line) for line in _edge_lines(lines)}
+        if len(lines) < _MIN_FURNISHED_LINES:
+            continue
+        edges = {id(line) for line in _edge_lines(lines) if _apart(line, lines)}
         keep = []
         for line in lines:
             if id(line) in edges:
-                key = _furniture_key(line)
                 same_place = [
                     page
-                    for page, base in seen[key]
+                    for page, base in seen[_furniture_key(line)]
                     if page != number and abs(base - line.base) < 0.02 * height[number]
                 ]
                 if _PAGE_NUMBER.match(line.text) or same_place:
                     continue
             keep.append(line)
         lines[:] = keep
+
+
+def _apart(line: Line, lines: Sequence[Line]) -> bool:
+    """Whether no other line sits within a line and a half above or below ``line``."""
+    return not any(
+        line.size / 2 < abs(other.base - line.base) < _APART * line.size for other in lines
+    )
 
 
 def _edge_lines(lines: Sequence[Line]) -> list[Line]:

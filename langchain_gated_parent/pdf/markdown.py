@@ -21,6 +21,7 @@ _MARKDOWN_TRAP = re.compile(r"^(\s{0,3})(#|`{3}|~{3}|=+\s*$|-+\s*$)")
 _INDENT_EMS = 0.6
 _SHORT_EMS = 2.0
 _ITEM_EMS = 4.0
+_LIST_ITEM = re.compile(r"^(?:\d{1,2}[.)]|[\u2022\u25e6\u25aa\u2219\u00b7\u2013])\s")
 _PARAGRAPH_GAP = 1.5
 _MAX_LEADING = 3.0
 _SAME_SIZE = 0.5
@@ -40,6 +41,7 @@ class Hyphens:
     The document itself is the dictionary: 'back-' + 'translation' keeps its hyphen when
     'back-translation' is printed unbroken elsewhere and 'backtranslation' is not. Otherwise the
     hyphen is dropped before a lowercase letter (hyphenation) and kept before anything else.
+    A hyphen pdfium did not mark (after a symbol) stays, and the lines join without a space.
     """
 
     def __init__(self, lines: Iterable[Line]) -> None:
@@ -51,22 +53,23 @@ class Hyphens:
 
     def joint(self, previous: str, text: str, *, hyphen: bool, code: bool) -> str:
         """What goes between two lines of a paragraph: a space, a newline (code), a hyphen or ''."""
-        if not hyphen:
-            return "\n" if code else " "
         if code:
-            return "-\n"
+            return "-\n" if hyphen else "\n"
+        if not hyphen:
+            literal = previous.endswith("-") and not previous.endswith(" -")
+            return "" if literal and text[:1].isalnum() else " "
+        return "-" if self._keeps_hyphen(previous, text) else ""
+
+    def _keeps_hyphen(self, previous: str, text: str) -> bool:
+        """Whether the hyphen pdfium took off the end of ``previous`` belongs to the word."""
         head = _WORD.findall(previous.lower()[-40:])
         tail = _WORD.match(text.lower())
         if head and tail and previous[-1:].isalpha():
             joined, kept = head[-1] + tail.group(), f"{head[-1]}-{tail.group()}"
-            if kept in self._words and joined not in self._words:
-                return "-"
-            if joined in self._words:
-                return ""
+            if kept in self._words or joined in self._words:
+                return joined not in self._words
         first = text[:1]
-        if first.islower() or (first.isupper() and previous[-1:].isupper()):
-            return ""
-        return "-"
+        return not (first.islower() or (first.isupper() and previous[-1:].isupper()))
 
 
 @dataclass
@@ -136,7 +139,8 @@ class Paragraphs:
     A line starts a paragraph after a heading, when code starts or stops, after a vertical gap
     wider than the usual line spacing, when it is indented from its column's left margin
     (unless the line before was indented too and ran to the right margin: a list item's second
-    line), or when the line before stopped short of the right margin.
+    line), when it is an indented list item ('1.', a bullet), or when the line before stopped
+    short of the right margin.
     """
 
     def __init__(self, lines: list[Line], body: float) -> None:
@@ -191,7 +195,9 @@ class Paragraphs:
             return previous.page == line.page and not (
                 0 < previous.base - line.base < _PARAGRAPH_GAP * self._leading
             )
-        if self._short(before, previous, line):
+        if self._short(before, previous, line) or (
+            self._indented(line) and _LIST_ITEM.match(line.text)
+        ):
             return True
         if previous.page == line.page and previous.column == line.column:
             gap = previous.base - line.base

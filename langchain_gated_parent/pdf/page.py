@@ -90,7 +90,25 @@ document title."""
 
 @dataclass
 class Line:
-    """A physical line of text on a page, with the typography the heuristics read."""
+    """A physical line of text on a page, with the typography the heuristics read.
+
+    Attributes:
+        page: 0-based page index.
+        text: The line's text, NFKC-normalised (ligatures become letters).
+        x0: Left edge of the first character, in points from the page's left.
+        x1: Right edge of the last character.
+        base: Baseline height of the first character, in points from the page's bottom.
+        size: Font size (median of three sampled characters).
+        bold: Whether the line is set bold (its first and middle characters are).
+        mono: Whether the line is set in a monospaced font (code).
+        hyphen: Whether the line ended in a hyphen pdfium took off (a word broken here).
+        column: 0 across the page (or one-column), 1 left column, 2 right column.
+        role: What the line is, set as the structure is recovered.
+        level: Heading level, for a heading.
+        title: Heading text (a wrapped heading's lines joined), for a heading.
+        lead: The bold words the line starts with when the rest is not bold.
+        run_in: Whether this heading was cut off the start of a paragraph.
+    """
 
     page: int
     text: str
@@ -114,7 +132,7 @@ class Line:
         return len(self.text.split())
 
 
-class Page:
+class PageChars:
     """Character queries on one pdfium text page (ctypes calls, kept few per line)."""
 
     def __init__(self, textpage: Any) -> None:
@@ -169,7 +187,7 @@ def _page_text(textpage: Any, count: int) -> str:
     return "".join(chr(pdfium_c.FPDFText_GetUnicode(textpage, i)) for i in range(count))
 
 
-def _column_gap(chars: Page, start: int, count: int, size: float) -> int | None:
+def _column_gap(chars: PageChars, start: int, count: int, size: float) -> int | None:
     """Index of the first character after a gap wider than a column gutter, if any.
 
     Text of two columns on one baseline can come out as one line when the page's content
@@ -185,7 +203,7 @@ def _column_gap(chars: Page, start: int, count: int, size: float) -> int | None:
     return None
 
 
-def _make_line(chars: Page, page: int, text: str, start: int, *, hyphen: bool) -> Line:
+def _make_line(chars: PageChars, page: int, text: str, start: int, *, hyphen: bool) -> Line:
     """A line from the characters ``start .. start + len(text)`` (``text`` already stripped)."""
     last = start + len(text) - 1
     left, _, _, _ = chars.box(start)
@@ -205,7 +223,7 @@ def _make_line(chars: Page, page: int, text: str, start: int, *, hyphen: bool) -
     )
 
 
-def _bold_lead(chars: Page, text: str, start: int) -> str:
+def _bold_lead(chars: PageChars, text: str, start: int) -> str:
     """The bold words a line starts with, when the rest of it is not bold (a run-in heading)."""
     end = 0
     for offset, char in enumerate(text):
@@ -229,7 +247,7 @@ def read_lines(document: Any, index: int) -> tuple[list[Line], float, float]:
     try:
         count = textpage.count_chars()
         text = _page_text(textpage, count)
-        chars = Page(textpage)
+        chars = PageChars(textpage)
         lines: list[Line] = []
         position = 0
         for match in [*_BREAKS.finditer(text), None]:

@@ -44,6 +44,10 @@ def read_pdf(path: str | os.PathLike[str], *, password: str | None = None) -> Pd
         PdfError: If the file is not a PDF, is encrypted (and no right password is given),
             truncated, corrupt, or has no text layer (a scan: run OCR first). The message
             names the file and the fix.
+
+    Note:
+        pdfium is not thread-safe: read PDFs from one thread per process (use processes to
+        read many in parallel).
     """
     file = Path(path)
     document = open_pdf(file, password)
@@ -94,12 +98,11 @@ def _structure(
     pages = [reading_order(lines, area) for lines in pages]
     flow = [line for lines in pages for line in lines]
     body = body_size(flow)
+    title = take_title(flow, body) or metadata_title
     outline_used = bool(marks) and apply_bookmarks(pages, marks)
     flow = [line for lines in pages for line in lines]
-    title = metadata_title
     hyphens = Hyphens(flow)
     if not outline_used:
-        title = take_title(flow, body) or title
         skip = contents_pages(pages)
         if is_title_page(pages):
             skip.add(0)

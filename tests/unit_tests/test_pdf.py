@@ -173,6 +173,14 @@ def test_paragraphs_from_indent_and_hyphenation_joined(paper: PdfText) -> None:
     assert "segmen-" not in paper.markdown
 
 
+def test_pages_of_one_line_keep_their_text(tmp_path: Path) -> None:
+    pages = [[Item(BODY, 10, 72, 700, f"Page {n} says something of its own.")] for n in (1, 2, 3)]
+    text = read_pdf(write_pdf(tmp_path / "short.pdf", pages))
+    for n, start in enumerate(text.page_starts, start=1):
+        assert text.markdown[start:].startswith(f"Page {n} says")
+    assert text.headings == ()
+
+
 def test_two_column_reading_order(tmp_path: Path) -> None:
     items: list[Item] = [Item(BOLD, 14, 60, 720, "1 Introduction")]
     for row in range(12):  # drawn row by row: the stream interleaves the columns
@@ -195,6 +203,7 @@ def test_bookmarks_give_the_headings(tmp_path: Path) -> None:
     ]
     text = read_pdf(write_pdf(tmp_path / "marked.pdf", paper_pages(), outline))
     assert text.outline_used
+    assert text.title == "A Study of Gated Parents"
     assert [(h.title, h.level, h.page) for h in text.headings] == [
         ("1 Introduction", 1, 1),
         ("1.1 Background", 2, 1),
@@ -215,12 +224,19 @@ def test_bookmarks_not_on_their_pages_are_ignored(tmp_path: Path) -> None:
 
 
 def true_headings(paper: dict[str, Any]) -> list[tuple[str, int]]:
-    """Every heading path prefix of a QASPER paper, lowercased, with its depth."""
-    seen: list[tuple[str, ...]] = []
+    """Every heading of a QASPER paper (each new prefix of its paths), lowercased, with depth."""
+    headings: list[tuple[str, int]] = []
+    previous: tuple[str, ...] = ()
     for section in paper["sections"]:
         parts = tuple(section["title"].lower().split(" ::: "))
-        seen += [parts[:d] for d in range(1, len(parts) + 1) if parts[:d] not in seen]
-    return [(path[-1], len(path)) for path in seen]
+        same = next(
+            (d for d, (a, b) in enumerate(zip(parts, previous, strict=False)) if a != b), None
+        )
+        start = min(len(parts), len(previous)) if same is None else same
+        start = min(start, len(parts) - 1)
+        headings += [(parts[d], d + 1) for d in range(start, len(parts))]
+        previous = parts
+    return headings
 
 
 @pytest.mark.parametrize(
