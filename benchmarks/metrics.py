@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
+import unicodedata
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -254,3 +256,115 @@ def _check_evidence(evidence: frozenset[ParagraphKey]) -> None:
     if not evidence:
         msg = "the evidence set is empty; questions without evidence are not scored"
         raise ValueError(msg)
+
+
+# --------------------------------------------------------------------------- text-based mapping
+# Retrievers that read PDFs return text in no shared coordinate space with the truth, so their
+# results are mapped to truth paragraphs by text. Both sides go through `normalize_text`.
+
+_HYPHEN_BREAK = re.compile(r"-\s*")
+_NOT_WORD = re.compile(r"[\W_]+")
+SHINGLE = 4
+"""Words per shingle (word n-gram) when matching returned text to paragraphs."""
+MATCH_SHARE = 0.5
+"""Share of the shorter side's shingles a returned text and a paragraph must have in common to
+overlap: the paragraph lies mostly inside the text, or the text mostly inside the paragraph. A
+few shared phrases or formula fragments between neighbouring paragraphs are not an overlap."""
+
+
+def normalize_text(text: str) -> str:
+    """Fold text for matching extracted text against the truth.
+
+    NFKC (ligatures such as "ﬁ" become "fi"), hyphens removed with the whitespace after them
+    (so a line-end break "classi-\\nfication" and "classification" agree, as do "state-of-the-art"
+    and a PDF's "state-of-the-\\nart"), case folded, punctuation and symbols turned into
+    spaces, whitespace collapsed.
+    """
+    text = _HYPHEN_BREAK.sub("", unicodedata.normalize("NFKC", text))
+    return " ".join(_NOT_WORD.sub(" ", text.casefold()).split())
+
+
+def _shingles(words: Sequence[str]) -> set[tuple[str, ...]]:
+    if len(words) < SHINGLE:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+
+
+class TextLocator:
+    """Map returned texts to the truth paragraphs they overlap, per paper, by normalised text.
+
+    A text overlaps a paragraph when, after :func:`normalize_text`, they share at least
+    :data:`MATCH_SHARE` of the word 4-grams of the shorter of the two. Unlike a span, a text
+    that only grazes a paragraph (a chunk ending a few words into it) does not count. Near-
+    duplicate paragraphs (a paper repeating a sentence in two sections) compete for the text's
+    4-grams: the best-matching paragraph takes them, and another counts only with enough 4-grams
+    of its own. Like
+    :class:`ParagraphLocator`, ranked texts give the distinct paragraphs by first occurrence,
+    the paragraphs of one text in document order.
+
+    Args:
+        paragraphs: For each paper id, its paragraph keys and texts in document order.
+    """
+
+    def __init__(self, paragraphs: Mapping[str, Sequence[tuple[ParagraphKey, str]]]) -> None:
+        """Index each paragraph's shingles by paper."""
+        self._paragraphs = {
+            pid: [(key, _shingles(normalize_text(text).split())) for key, text in paras]
+            for pid, paras in paragraphs.items()
+        }
+
+    def overlapping(self, paper_id: str, text: str) -> list[ParagraphKey]:
+        """The paragraphs of ``paper_id`` that ``text`` overlaps, in document order."""
+        found = _shingles(normalize_text(text).split())
+        if not found:
+            return []
+        candidates = []
+        for position, (key, shingles) in enumerate(self._paragraphs.get(paper_id, [])):
+            shared = shingles & found
+            need = max(1, math.ceil(MATCH_SHARE * min(len(shingles), len(found))))
+            if len(shared) >= need:
+                candidates.append((len(shared) / len(shingles), position, key, shared, need))
+        taken: set[tuple[str, ...]] = set()
+        kept: list[tuple[int, ParagraphKey]] = []
+        for _, position, key, shared, need in sorted(candidates, key=lambda c: (-c[0], c[1])):
+            if len(shared - taken) >= need:
+                kept.append((position, key))
+                taken |= shared
+        return [key for _, key in sorted(kept)]
+
+    def ranked_paragraphs(self, results: Iterable[tuple[str, str]]) -> list[ParagraphKey]:
+        """The distinct paragraphs overlapped by ranked ``(paper_id, text)`` results."""
+        seen: set[ParagraphKey] = set()
+        ranked: list[ParagraphKey] = []
+        for paper_id, text in results:
+            for key in self.overlapping(paper_id, text):
+                if key not in seen:
+                    seen.add(key)
+                    ranked.append(key)
+        return ranked
+
+
+def evidence_recall_text(
+    texts: Sequence[str],
+    evidence_texts: Sequence[str],
+    budget: int,
+    encoding: TokenEncoding,
+) -> float:
+    """:func:`evidence_recall` on normalised text (:func:`normalize_text`), for extracted text.
+
+    An evidence paragraph is covered when its normalised text is a substring of the normalised
+    packed context. When the budget cut the context, its last word is dropped first: the cut
+    may fall inside that word or just before the paragraph's final punctuation, which
+    normalisation would otherwise hide (a paragraph cut before its last "." is not covered by
+    :func:`evidence_recall` either).
+    """
+    if not evidence_texts:
+        msg = "evidence_texts is empty; questions without evidence are not scored"
+        raise ValueError(msg)
+    packed = pack_context(texts, budget, encoding)
+    words = normalize_text(packed).split()
+    if packed != "\n\n".join(texts):
+        words = words[:-1]
+    context = " ".join(words)
+    covered = sum(1 for text in evidence_texts if normalize_text(text) in context)
+    return covered / len(evidence_texts)

@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 
 DOC_ID = "doc_id"
 START = "start_index"
+"""LangChain's own chunk offset key (``add_start_index=True``), used by the flat peers."""
 END = "end_index"
 
 
@@ -65,6 +66,15 @@ class SearchResult:
 
     texts: list[str]
     spans: list[Span] | None
+    paper_ids: list[str] | None = None
+    """The paper of each returned text, for peers without spans (they read PDFs): their texts
+    are mapped to truth paragraphs by text (:class:`benchmarks.metrics.TextLocator`)."""
+
+    def papers(self) -> list[str] | None:
+        """The paper of each returned text, from ``paper_ids`` or the spans."""
+        if self.paper_ids is not None:
+            return self.paper_ids
+        return [span[0] for span in self.spans] if self.spans is not None else None
 
 
 @dataclass
@@ -507,6 +517,7 @@ class GatedPeer(Peer):
     def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
         from langchain_core.documents import Document
 
+        from langchain_gated_parent import keys
         from langchain_gated_parent.index import GatedParentIndex
 
         self._index = GatedParentIndex(
@@ -516,7 +527,11 @@ class GatedPeer(Peer):
             [
                 Document(
                     page_content=paper.markdown,
-                    metadata={DOC_ID: paper.paper_id, "format": "markdown", "title": paper.title},
+                    metadata={
+                        DOC_ID: paper.paper_id,
+                        keys.FORMAT: "markdown",
+                        "title": paper.title,
+                    },
                 )
                 for paper in papers
             ]
@@ -532,16 +547,29 @@ class GatedPeer(Peer):
         if self.variant.return_parents:
             docs = self._retriever.invoke(question, return_parents=True, **self._kwargs(paper_id))
             return SearchResult(texts=[d.page_content for d in docs], spans=None)
+        from langchain_gated_parent import keys
+
         docs = self._retriever.invoke(question, **self._kwargs(paper_id))
         spans = [
-            (str(d.metadata[DOC_ID]), int(d.metadata[START]), int(d.metadata[END])) for d in docs
+            (
+                str(d.metadata[DOC_ID]),
+                int(d.metadata[keys.START_INDEX]),
+                int(d.metadata[keys.END_INDEX]),
+            )
+            for d in docs
         ]
         return SearchResult(texts=[d.page_content for d in docs], spans=spans)
 
     def gate(self, question: str, paper_id: str | None) -> list[Span] | None:
+        from langchain_gated_parent import keys
+
         exp = self._retriever.explain(question, **self._kwargs(paper_id))
         return [
-            (str(p.metadata[DOC_ID]), int(p.metadata[START]), int(p.metadata[END]))
+            (
+                str(p.metadata[DOC_ID]),
+                int(p.metadata[keys.START_INDEX]),
+                int(p.metadata[keys.END_INDEX]),
+            )
             for p in exp.parents
         ]
 

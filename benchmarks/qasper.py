@@ -7,6 +7,16 @@ Usage:
             --setting paper --out bench-out/paper [--retrievers flat-para,gated] \\
             [--limit-papers 3] [--cache-dir .bench-cache]
 
+        python -m benchmarks.qasper --data ../shared/data/qasper-pdf/truth.jsonl \\
+            --pdf-dir ../shared/data/qasper-pdf/pdf --setting paper --out bench-out/pdf-paper
+
+With ``--pdf-dir`` the retrievers read ``<pdf-dir>/<paper_id>.pdf`` instead of the truth text
+(:mod:`benchmarks.pdf_peers`), every retriever's returned texts are mapped to the truth
+paragraphs by normalised text (:class:`benchmarks.metrics.TextLocator`,
+:func:`benchmarks.metrics.evidence_recall_text`), and ``gated-markdown`` (``gated`` on the truth
+text) is also scored by spans (the ``_span`` keys), which validates the text mapping. PDF
+parsing speed (pages per CPU second, one process) is reported.
+
 Each retriever runs in its own subprocess (``--worker``), so its peak RSS is its own: first a
 *warm* pass that builds the index once to fill the on-disk embedding cache (skipped when this
 retriever was already warmed on the same data and model), then a *measure* pass that builds
@@ -91,22 +101,43 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _score_question(
+def _score_question(  # noqa: PLR0917 (one question's inputs)
     paper: Paper,
     evidence: frozenset[tuple[str, int]],
     result: Any,
     locator: metrics.ParagraphLocator,
     encoding: metrics.TokenEncoding,
+    text_locator: metrics.TextLocator | None = None,
 ) -> dict[str, float | None]:
+    """Ranking metrics and EvR; with ``text_locator`` (``--pdf-dir``), by normalised text.
+
+    By text, span-based figures are kept beside (``<key>_span``) for results that have spans.
+    """
     row: dict[str, float | None] = dict.fromkeys(RANKING_KEYS)
-    if result.spans is not None:
-        ranked = locator.ranked_paragraphs(result.spans)
-        row.update(metrics.ranking_metrics(ranked, evidence))
     evidence_texts = [paper.paragraph(key).text for key in sorted(evidence)]
+    if text_locator is None:
+        if result.spans is not None:
+            row.update(metrics.ranking_metrics(locator.ranked_paragraphs(result.spans), evidence))
+        for budget in BUDGETS:
+            row[f"evr@{budget}"] = metrics.evidence_recall(
+                result.texts, evidence_texts, budget, encoding
+            )
+        return row
+    papers = result.papers()
+    if papers is not None:
+        ranked = text_locator.ranked_paragraphs(zip(papers, result.texts, strict=True))
+        row.update(metrics.ranking_metrics(ranked, evidence))
     for budget in BUDGETS:
-        row[f"evr@{budget}"] = metrics.evidence_recall(
+        row[f"evr@{budget}"] = metrics.evidence_recall_text(
             result.texts, evidence_texts, budget, encoding
         )
+    if result.spans is not None:
+        spans = metrics.ranking_metrics(locator.ranked_paragraphs(result.spans), evidence)
+        row.update({f"{key}_span": value for key, value in spans.items()})
+        for budget in BUDGETS:
+            row[f"evr@{budget}_span"] = metrics.evidence_recall(
+                result.texts, evidence_texts, budget, encoding
+            )
     return row
 
 
@@ -123,7 +154,12 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     embeddings = CachedEmbeddings(
         MiniLMEmbeddings(), Path(args.cache_dir) / "embeddings.sqlite", batch_size=512
     )
-    peer = make_peer(args.worker)
+    if args.pdf_dir is not None:
+        from benchmarks.pdf_peers import make_pdf_peer
+
+        peer = make_pdf_peer(args.worker, Path(args.pdf_dir))
+    else:
+        peer = make_peer(args.worker)
     peer.setting = args.setting
     workdir = Path(tempfile.mkdtemp(prefix=f"qasper-{args.worker}-"))
     try:
@@ -137,6 +173,8 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
             "vectors": vectors,
             "cache_misses": embeddings.misses,
             "cache_hits": embeddings.hits,
+            "pdf_pages": getattr(peer, "pages", None),
+            "pdf_parse_s": getattr(peer, "parse_s", None),
         }
         if args.phase == "warm":
             peer.close()
@@ -145,6 +183,13 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         encoding = get_encoding("cl100k_base")
         locator = metrics.ParagraphLocator(
             {p.paper_id: [(q.key, q.start, q.end) for q in p.paragraphs] for p in papers}
+        )
+        text_locator = (
+            metrics.TextLocator(
+                {p.paper_id: [(q.key, q.text) for q in p.paragraphs] for p in papers}
+            )
+            if args.pdf_dir is not None
+            else None
         )
         by_id = {p.paper_id: p for p in papers}
         questions = [q for p in papers for q in p.questions]
@@ -168,7 +213,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
                 "paper_id": q.paper_id,
                 "n_evidence": len(q.evidence),
             }
-            row.update(_score_question(paper, q.evidence, result, locator, encoding))
+            row.update(_score_question(paper, q.evidence, result, locator, encoding, text_locator))
             row["results"] = len(result.texts)
             gate_spans = peer.gate(q.question, target(q))
             if gate_spans is not None:
@@ -223,6 +268,8 @@ def _spawn_worker(args: argparse.Namespace, name: str, phase: str, out_file: Pat
         "--worker-out",
         str(out_file),
     ]
+    if args.pdf_dir is not None:
+        cmd += ["--pdf-dir", str(args.pdf_dir)]
     if args.limit_papers is not None:
         cmd += ["--limit-papers", str(args.limit_papers)]
     env = dict(os.environ)
@@ -286,6 +333,12 @@ def _summarize(worker: dict[str, Any]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for key in (*RANKING_KEYS, *(f"evr@{b}" for b in BUDGETS)):
         summary[key] = metrics.mean(r.get(key) for r in rows)
+        if any(f"{key}_span" in r for r in rows):
+            summary[f"{key}_span"] = metrics.mean(r.get(f"{key}_span") for r in rows)
+    if worker.get("pdf_parse_s"):
+        summary["pdf_pages"] = worker["pdf_pages"]
+        summary["pdf_parse_s"] = worker["pdf_parse_s"]
+        summary["pdf_pages_per_s"] = worker["pdf_pages"] / worker["pdf_parse_s"]
     if worker["gate"]:
         summary["gate_recall"] = metrics.mean(r.get("gate_recall") for r in rows)
     lat = worker["latencies_ms"]
@@ -341,8 +394,36 @@ def format_table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def format_pdf_lines(results: dict[str, dict[str, Any]]) -> str:
+    """Parsing speed, the text-vs-span check and the targets of a ``--pdf-dir`` run."""
+    lines = [""]
+    for name, r in results.items():
+        if "pdf_pages_per_s" in r:
+            lines.append(
+                f"{name}: read {r['pdf_pages']} PDF pages in {r['pdf_parse_s']:.1f} CPU s "
+                f"({r['pdf_pages_per_s']:.1f} pages/s)"
+            )
+    markdown = results.get("gated-markdown", {})
+    if "ndcg@10_span" in markdown:
+        lines.extend(
+            f"gated-markdown {key}: by text {_fmt(markdown[key])}, by spans "
+            f"{_fmt(markdown[f'{key}_span'])} (difference "
+            f"{abs(markdown[key] - markdown[f'{key}_span']):.4f})"
+            for key in ("ndcg@10", "evr@2048")
+        )
+    pdf, flat = results.get("gated", {}), results.get("flat-chunk-pdf", {})
+    lines.extend(
+        f"gated (PDF) {key}: {pdf[key] / markdown[key]:.3f} x gated-markdown "
+        f"(target 0.95), {pdf[key] / flat[key]:.2f} x flat-chunk-pdf (target 1.3)"
+        for key in ("ndcg@10", "evr@2048")
+        if pdf.get(key) and markdown.get(key) and flat.get(key)
+    )
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run every requested retriever in its own subprocess and write the result files."""
+    from benchmarks.pdf_peers import PDF_RETRIEVERS
     from benchmarks.peers import DEFAULT_RETRIEVERS, GATED_VARIANTS, PEERS
 
     started = time.perf_counter()
@@ -351,12 +432,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
+    known = PDF_RETRIEVERS if args.pdf_dir is not None else tuple(PEERS)
     if args.retrievers:
         names = [n.strip() for n in args.retrievers.split(",") if n.strip()]
-        unknown = [n for n in names if n not in PEERS]
+        unknown = [n for n in names if n not in known]
         if unknown:
-            msg = f"unknown retrievers {unknown}; choose from {', '.join(PEERS)}"
+            msg = f"unknown retrievers {unknown}; choose from {', '.join(known)}"
             raise SystemExit(msg)
+    elif args.pdf_dir is not None:
+        names = list(PDF_RETRIEVERS)
     else:
         names = list(DEFAULT_RETRIEVERS)
         if not _gated_available():
@@ -366,6 +450,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     papers = load_papers(data, args.limit_papers)
     n_questions = sum(len(p.questions) for p in papers)
     fingerprint = f"{_data_fingerprint(data)}:{args.limit_papers}"
+    if args.pdf_dir is not None:
+        fingerprint += ":pdf"
     markers_path, markers = _warm_markers(cache_dir)
 
     results: dict[str, dict[str, Any]] = {}
@@ -428,6 +514,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ),
         "wall_s": time.perf_counter() - started,
     }
+    if args.pdf_dir is not None:
+        report["pdf_dir"] = str(args.pdf_dir)
+        report["notes"] += (
+            " With pdf_dir, retrievers read the PDFs, results are mapped to truth paragraphs by "
+            "normalised text; _span keys are the span-based figures of gated-markdown; "
+            "pdf_pages_per_s is pages per CPU second of the PDF reading, one process."
+        )
     (out_dir / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     with (out_dir / "per_question.jsonl").open("w") as fh:
         for row in per_question:
@@ -437,6 +530,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"embeddings {model}"
     )
     print(format_table(results))
+    if args.pdf_dir is not None:
+        print(format_pdf_lines(results))
     print(f"\nwrote {out_dir / 'results.json'} ({report['wall_s']:.0f} s)")
     return report
 
@@ -450,6 +545,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--retrievers", help="comma-separated names (default: all available)")
     parser.add_argument("--limit-papers", type=int, default=None, help="use the first N papers")
     parser.add_argument("--cache-dir", default=str(DEFAULT_CACHE_DIR), help="embedding cache dir")
+    parser.add_argument(
+        "--pdf-dir", help="read <pdf-dir>/<paper_id>.pdf instead of the text (PDF retrievers)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--phase", choices=("warm", "measure"), help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", help=argparse.SUPPRESS)

@@ -102,6 +102,8 @@ def _mean_ndcg(  # noqa: PLR0917 (one grid cell's inputs)
     top_k: int,
     scoring: dict[str, Any],
 ) -> float:
+    from langchain_gated_parent import keys
+
     scores = []
     for (paper_id, question), vector in zip(questions, vectors, strict=True):
         docs = retriever.invoke(
@@ -113,7 +115,7 @@ def _mean_ndcg(  # noqa: PLR0917 (one grid cell's inputs)
             **scoring,
         )
         ranked = locator.ranked_paragraphs(
-            (paper_id, d.metadata["start_index"], d.metadata["end_index"]) for d in docs
+            (paper_id, d.metadata[keys.START_INDEX], d.metadata[keys.END_INDEX]) for d in docs
         )
         scores.append(metrics.ndcg_at_k(ranked, question.evidence, 10))
     return sum(scores) / len(scores)

@@ -82,7 +82,7 @@ def demo_documents() -> list[Document]:
         One Document per bundled file, in file-name order, with ``doc_id``, ``title``,
         ``source`` (the installed file's path, as ``gated-parent index`` would record it, so
         either way of indexing the corpus finds the other's documents unchanged) and
-        ``format`` metadata.
+        ``gp_format`` metadata.
     """
     folder = files("langchain_gated_parent").joinpath(CORPUS_FOLDER)
     entries = sorted(folder.iterdir(), key=lambda entry: entry.name)

@@ -36,6 +36,7 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.pages import PAGES_RECORD, merge_pages
 from langchain_gated_parent.records import ChildRows, ParentHits
 from langchain_gated_parent.splitters import (
     ParagraphSplitter,
@@ -45,6 +46,7 @@ from langchain_gated_parent.splitters import (
 )
 from langchain_gated_parent.stores import journal as journals
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
+from langchain_gated_parent.structure import warn_flat_structure
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -75,9 +77,10 @@ CHROMA_FOLDER = "chroma"
 DOCSTORE_FILE = "docstore.sqlite"
 OPEN_LOCK_FILE = "open.lock"
 FORMAT_VERSION = 3
-"""3: config and manifests in a journal of their own, not in the docstore (2 and 1 kept them
-there; such an index is migrated by its next write or ``recover``). 2: children are stored
-without their text (cut from the parent's); 1 is read the same way."""
+"""3: structural metadata keys carry the ``gp_`` prefix (see :mod:`~langchain_gated_parent.keys`),
+and config and manifests live in a journal of their own, not in the docstore. 2: children are
+stored without their text (cut from the parent's). An index of format 1 or 2 is refused: its
+stored keys are the old, unprefixed ones."""
 _RESERVED = frozenset(
     {
         keys.DOC_ID,
@@ -233,6 +236,8 @@ class _Prepared:
     children: list[Document]
     child_vectors: NDArray[np.float32]
     parent_vectors: NDArray[np.float32]
+    pages: dict[str, str] | None = None
+    """The page texts of a document merged from pages, kept in its manifest."""
 
 
 class GatedParentIndex:
@@ -350,7 +355,6 @@ class GatedParentIndex:
         self._config_version = self._stamp.config
         self._synced_seq = self._stamp.seq
         self._vectors_seen = self._stamp.vectors
-        self._legacy = False
         self.config = self._load_or_create_config(parent_representation)
         self.parent_representation: ParentRepresentation = self.config["parent_representation"]
         self._open_collections()
@@ -390,13 +394,15 @@ class GatedParentIndex:
         wanted = self._settings(parent_representation or DEFAULT_PARENT_REPRESENTATION)
         stored = self.journal.config()
         if stored is None:
-            stored = self._legacy_config()
-            self._legacy = stored is not None
+            legacy = self._legacy_config()
+            if legacy is not None:
+                _refuse_old_format(legacy)
         if stored is None:
             wanted["dimension"] = len(self.embeddings.embed_query("dimension probe"))
             wanted["metadata_keys"] = []
             return wanted
         config: dict[str, Any] = stored
+        _refuse_old_format(config)
         if config["embedding_model"] != wanted["embedding_model"]:
             # Only the refusal pays for a probe: reopening with the right model embeds nothing.
             self._refuse_embeddings(config, len(self.embeddings.embed_query("dimension probe")))
@@ -412,7 +418,7 @@ class GatedParentIndex:
         return config
 
     def _legacy_config(self) -> dict[str, Any] | None:
-        """The config of an index of format 2 or older, which kept it in the docstore."""
+        """The config of an index of format 2 or older, which kept it in the docstore (refused)."""
         found = self.docstore.mget([journals.LEGACY_CONFIG_KEY])[0]
         if found is None:
             return None
@@ -462,16 +468,6 @@ class GatedParentIndex:
         self.client = chromadb.PersistentClient(path=path)
         self._open_collections()
 
-    def _refuse_legacy(self) -> None:
-        if self._legacy:
-            where = self.directory if self.directory is not None else "the index"
-            msg = (
-                f"{where} was written by an older langchain-gated-parent (format 2: its records "
-                "are in the docstore); upgrade it once with `gated-parent recover "
-                f"{where}` (or index.recover()), which moves them under the writer lock"
-            )
-            raise ValueError(msg)
-
     def _refuse_embeddings(self, config: dict[str, Any], dimension: int) -> None:
         msg = (
             f"this index was built with embeddings {config['embedding_model']!r} "
@@ -489,6 +485,10 @@ class GatedParentIndex:
     def add_documents(self, documents: Sequence[Document]) -> IndexReport:
         """Split, embed and store documents; a document with a known id replaces the old one.
 
+        Documents that are pages of one source (a ``page`` in their metadata, as
+        ``PyPDFLoader`` sets it) are merged into one document per source, with the pages of it
+        already indexed (see :mod:`~langchain_gated_parent.pages`).
+
         Raises:
             TypeError: ``documents`` is not a sequence of Documents (e.g. one Document).
             ValueError: two documents in the batch share an id, a document's ids belong to
@@ -496,17 +496,27 @@ class GatedParentIndex:
                 document cannot be split. Nothing is written in that case.
         """
         _refuse_non_documents(documents)
-        splits = [
-            split_document(
-                d, parent_splitter=self.parent_splitter, child_splitter=self.child_splitter
-            )
-            for d in documents
-        ]
-        _refuse_duplicates([s.doc_id for s in splits])
-        _refuse_empty(splits)
-        digests = [_content_hash(d) for d in documents]
         parents = children = 0
         with self._writing():
+            # Under the lock: the pages already indexed must not change before this write.
+            merged = merge_pages(documents, self._indexed_pages)
+            documents = merged.documents
+            splits = [
+                split_document(
+                    d, parent_splitter=self.parent_splitter, child_splitter=self.child_splitter
+                )
+                for d in documents
+            ]
+            _refuse_duplicates([s.doc_id for s in splits])
+            _refuse_empty(splits)
+            for document, split in zip(documents, splits, strict=True):
+                warn_flat_structure(
+                    split.doc_id,
+                    (p.metadata[keys.LEVEL] for p in split.parents),
+                    sum(len(p.page_content) for p in split.parents),
+                    document.metadata.get(keys.SOURCE),
+                )
+            digests = [_content_hash(d) for d in documents]
             manifests = self._manifests([s.doc_id for s in splits])
             todo = [
                 (doc, split, digest)
@@ -518,6 +528,8 @@ class GatedParentIndex:
             self._remember_metadata_keys(documents)
             for batch in _write_batches(todo):
                 prepared = self._embed(batch)
+                for item in prepared:
+                    item.pages = merged.pages.get(item.doc_id)
                 self._write(prepared, manifests)
                 parents += sum(len(p.parents) for p in prepared)
                 children += sum(len(p.children) for p in prepared)
@@ -658,6 +670,7 @@ class GatedParentIndex:
                         "hash": p.digest,
                         "parents": [d.metadata[keys.PARENT_ID] for d in p.parents],
                         "children": [d.metadata[keys.CHUNK_ID] for d in p.children],
+                        **({PAGES_RECORD: p.pages} if p.pages is not None else {}),
                     },
                 )
                 for p in prepared
@@ -743,8 +756,6 @@ class GatedParentIndex:
             try:
                 self.refresh()
                 self._stamp = self.journal.stamp()
-                if self._legacy:
-                    self._migrate_legacy()
                 if self.journal.config() is None:
                     self._put_config()
                 recovered = self._rollback_unfinished()
@@ -785,35 +796,20 @@ class GatedParentIndex:
             self._delete(pending)
         return pending
 
-    def _migrate_legacy(self) -> None:
-        """Move a format-2 index's config and manifests from the docstore to the journal."""
-        legacy_keys = list(self.docstore.yield_keys(prefix=journals.LEGACY_MANIFEST_PREFIX))
-        found = self.docstore.mget(legacy_keys)
-        self.journal.put_manifests(
-            [
-                (key[len(journals.LEGACY_MANIFEST_PREFIX) :], json.loads(doc.page_content))
-                for key, doc in zip(legacy_keys, found, strict=True)
-                if doc is not None
-            ]
-        )
-        config = self._legacy_config() or self.config
-        self.config = {**config, "format_version": FORMAT_VERSION}
-        self._put_config()
-        self._advance(replace(self._stamp, vectors=True))
-        self.docstore.mdelete([*legacy_keys, journals.LEGACY_CONFIG_KEY])
-        self._legacy = False
-        logger.warning(
-            "moved the records of %d document(s) out of the docstore (format 2 -> %d)",
-            len(legacy_keys),
-            FORMAT_VERSION,
-        )
-
     # ------------------------------------------------------------------ manifest
     def _manifests(self, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         return self.journal.manifests(doc_ids)
 
     def _put_manifests(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
         self.journal.put_manifests(entries)
+
+    def _indexed_pages(self, doc_ids: list[str]) -> dict[str, dict[str, str]]:
+        """The page texts recorded for documents merged from pages (see ``merge_pages``)."""
+        return {
+            doc_id: entry[PAGES_RECORD]
+            for doc_id, entry in self._manifests(doc_ids).items()
+            if entry.get("status") == "complete" and PAGES_RECORD in entry
+        }
 
     def _refuse_foreign_ids(self, splits: Sequence[Any]) -> None:
         """Ids never collide across documents: refuse ids owned by another document."""
@@ -947,7 +943,6 @@ class GatedParentIndex:
         process added since this index was opened are known (see :meth:`refresh`).
         """
         self.refresh()
-        self._refuse_legacy()
         if where:
             from chromadb.api.types import validate_where  # noqa: PLC0415 (heavy import)
 
@@ -970,7 +965,6 @@ class GatedParentIndex:
     def verify(self) -> VerifyReport:
         """Check that the docstore, the parent vectors and the child vectors agree exactly."""
         self.refresh()
-        self._refuse_legacy()
         problems: list[str] = []
         manifests = self.journal.all_manifests()
         stored_parents = set(self.docstore.yield_keys())
@@ -1007,7 +1001,6 @@ class GatedParentIndex:
     def stats(self) -> dict[str, Any]:
         """Counts, size on disk and the embedding model, for ``gated-parent stats``."""
         self.refresh()
-        self._refuse_legacy()
         return {
             "documents": len(self.journal.doc_ids()),
             "parents": self.parents.count() if self._has_vectors() else 0,
@@ -1057,6 +1050,18 @@ def splitter_settings(splitter: SectionSplitter | ParagraphSplitter) -> dict[str
         "max_child_tokens": splitter.max_child_tokens,
         "child_overlap_tokens": splitter.child_overlap_tokens,
     }
+
+
+def _refuse_old_format(config: Mapping[str, Any]) -> None:
+    """An index written with other metadata keys would be read wrongly: refuse it by version."""
+    version = int(config.get("format_version", 1))
+    if version != FORMAT_VERSION:
+        msg = (
+            f"this index has format version {version}, this version of langchain-gated-parent "
+            f"reads format {FORMAT_VERSION} (metadata keys renamed to 'gp_...'); rebuild it: "
+            "index the same documents into a new directory"
+        )
+        raise ValueError(msg)
 
 
 def _prepare_directory(directory: Path) -> None:

@@ -2,9 +2,22 @@
 
 Every Document this package produces or stores carries its identity and provenance under these
 keys, so splitters, the index, the retriever, the CLI and the server agree on one spelling.
+
+Three kinds of keys:
+
+* the output contract (``doc_id``, ``parent_id``, ``chunk_id``, ``score``, ``parent_score``,
+  ``child_score``, ``gate_rank``): plain names users filter on and read;
+* keys the package writes about structure and reads as hints (``gp_section_path``,
+  ``gp_start_index``, ``gp_format``...): prefixed with :data:`PREFIX`, so that keys LangChain
+  loaders and splitters set themselves (``format``, ``page``, ``start_index``, ``title``...)
+  pass through as the user's own metadata instead of colliding with them;
+* loader keys the package reads but never writes (``source``, ``title``, ``page``).
 """
 
 from __future__ import annotations
+
+PREFIX = "gp_"
+"""Prefix of the keys the package writes about a document's structure."""
 
 DOC_ID = "doc_id"
 """The document a parent or child belongs to (from ``doc_id`` / ``source`` metadata)."""
@@ -12,28 +25,34 @@ PARENT_ID = "parent_id"
 """Parent id, ``P-<section id>`` (with ``-partN`` for the parts of a cut section)."""
 CHUNK_ID = "chunk_id"
 """Child id, ``C-<section id>-<n>``, 1-based within its parent's section."""
-SECTION_ID = "section_id"
+SECTION_ID = PREFIX + "section_id"
 """The section a parent was built from."""
-SECTION_PATH = "section_path"
+SECTION_PATH = PREFIX + "section_path"
 """Heading titles from the top of the document down to the section, as a list of strings."""
-LEVEL = "level"
+LEVEL = PREFIX + "level"
 """Heading depth of a parent's section (1 for top-level; 0 for a preamble)."""
-START_INDEX = "start_index"
+START_INDEX = PREFIX + "start_index"
 """Character offset where the text starts in the document's text."""
-END_INDEX = "end_index"
+END_INDEX = PREFIX + "end_index"
 """Character offset where the text ends (exclusive) in the document's text."""
-TOKENS = "tokens"
+TOKENS = PREFIX + "tokens"
 """Length of the text in tokens of the splitter's encoding."""
-CHILD_COUNT = "child_count"
+CHILD_COUNT = PREFIX + "child_count"
 """How many children a parent has (lets the gate know how far to open without fetching)."""
-HEADINGS = "headings"
+HEADINGS = PREFIX + "headings"
 """Every heading title inside a parent (its path and its subsections'), for the title signal."""
 TITLE = "title"
 """The document's title, when it has one."""
 SOURCE = "source"
 """Where the document came from (a path or URL), as LangChain loaders set it."""
-FORMAT = "format"
-"""Input format hint: ``markdown``, ``structured``, ``html`` or ``text``."""
+FORMAT = PREFIX + "format"
+"""Input format hint: ``markdown``, ``structured``, ``html`` or ``text`` (a loader's own
+``format``, e.g. ``'PDF 1.7'``, is user metadata)."""
+PAGE = "page"
+"""A loader's page number (``PyPDFLoader``, ``PyMuPDFLoader``): such Documents are pages of one
+source, merged into one document before indexing."""
+PAGE_STARTS = PREFIX + "page_starts"
+"""Character offset where each page starts in a document read from a PDF (a list, page 1 first)."""
 
 SCORE = "score"
 """Fused score, ``alpha * parent_score + (1 - alpha) * child_score``."""

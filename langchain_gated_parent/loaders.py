@@ -1,30 +1,35 @@
 """Files and folders into the Documents the index adds: the one file loader of the package.
 
-The CLI's ``index`` command and the demo corpus both read files through here, so a file reads
-the same way wherever it comes from.
+:class:`GatedParentLoader` is a LangChain ``BaseLoader``: one Document per file (per line of a
+``.jsonl`` file), in the form the splitters read, so it fits any LangChain pipeline. A PDF is
+read by :func:`~langchain_gated_parent.pdf.read_pdf` into Markdown whose headings are the
+section tree recovered from the page (extra ``[pdf]``). The CLI's ``index`` and ``sections``
+commands and the demo corpus all read files through here, so a file reads the same way wherever
+it comes from.
 
 Document ids are stable, so re-indexing the same files skips or replaces them: a structured JSON
 file's ``doc_id``, else a Markdown file's front matter ``doc_id``, else the file's path relative
 to the folder given (or its name, for a file given directly). A Markdown file may start with a
 front matter block of ``key: value`` lines between ``---`` lines; its keys become document
 metadata (``title``, ``doc_id``, or any key to filter on) and the block is not indexed, so
-``start_index``/``end_index`` count from the first character after it.
+``gp_start_index``/``gp_end_index`` count from the first character after it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
 from langchain_gated_parent import keys
 from langchain_gated_parent.sections import parse_document
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from pathlib import Path
+    from collections.abc import Iterator, Sequence
 
 FORMATS = {
     ".md": "markdown",
@@ -34,8 +39,13 @@ FORMATS = {
     ".txt": "text",
     ".json": "structured",
     ".jsonl": "structured",
+    ".pdf": "markdown",
 }
-"""File suffixes the loader reads, and the ``format`` hint each one gets."""
+"""File suffixes the loader reads, and the format hint (``gp_format``) each one gets.
+
+A PDF is read into Markdown (see :func:`pdf_document`)."""
+TOTAL_PAGES = "total_pages"
+"""Metadata key of a PDF's page count (the name LangChain's PDF loaders use)."""
 
 _BINARY_PROBE = 8192
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
@@ -127,6 +137,105 @@ def documents_from_text(text: str, name: str, suffix: str, source: str) -> list[
     return [Document(page_content=text, metadata={keys.DOC_ID: name, **fields, **metadata})]
 
 
+def pdf_document(path: Path, name: str, password: str | None = None) -> Document:
+    """A PDF as one Markdown Document: its headings are the section tree read from the page.
+
+    Metadata: ``doc_id`` (``name``), ``source``, ``title`` (when the PDF has one),
+    ``total_pages``, the format hint ``markdown`` and ``gp_page_starts`` (where each page
+    starts in the Markdown, page 1 first).
+
+    Raises:
+        LoadError: The PDF is encrypted, has no text layer, is truncated or corrupt, or is not a
+            PDF; the message names the file and the fix.
+        ImportError: The ``[pdf]`` extra is not installed (the message names the command).
+    """
+    from langchain_gated_parent.pdf import PdfError, read_pdf  # noqa: PLC0415 (extra [pdf])
+
+    try:
+        pdf = read_pdf(path, password=password)
+    except PdfError as error:
+        raise LoadError(str(error)) from error
+    metadata: dict[str, Any] = {
+        keys.DOC_ID: name,
+        keys.SOURCE: str(path),
+        keys.FORMAT: FORMATS[".pdf"],
+        TOTAL_PAGES: pdf.pages,
+        keys.PAGE_STARTS: list(pdf.page_starts),
+    }
+    if pdf.title:
+        metadata[keys.TITLE] = pdf.title
+    return Document(page_content=pdf.markdown, metadata=metadata)
+
+
+def load_file(path: Path, name: str, password: str | None = None) -> list[Document]:
+    """One file's Documents (see :func:`documents_from_text` and :func:`pdf_document`).
+
+    Args:
+        path: The file.
+        name: Its fallback document id (its path relative to the folder being loaded).
+        password: The password of an encrypted PDF.
+
+    Raises:
+        LoadError: The file is unreadable, binary, not UTF-8, malformed, or a bad PDF.
+    """
+    if path.suffix.lower() == ".pdf":
+        return [pdf_document(path, name, password)]
+    return documents_from_text(read_text(path), name, path.suffix, str(path))
+
+
+class GatedParentLoader(BaseLoader):
+    """Files and folders as Documents the section splitters read: one per file.
+
+    Markdown, HTML, text and structured JSON files are read as text with a format hint; a PDF
+    is read into Markdown with its section tree recovered from typography (or its bookmarks),
+    page offsets in ``gp_page_starts``. Folders are walked recursively in sorted order,
+    hidden files and unsupported suffixes skipped. Document ids are stable (see the module
+    docstring), so loading the same files again replaces or skips them in an index.
+
+    Setup:
+        .. code-block:: bash
+
+            pip install "langchain-gated-parent[pdf]"
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_gated_parent.loaders import GatedParentLoader
+
+            loader = GatedParentLoader("papers/")  # a folder, a file, or a list of them
+
+    Usage:
+        .. code-block:: python
+
+            for document in loader.lazy_load():
+                print(document.metadata["doc_id"], document.metadata.get("title"))
+            # attention.pdf Attention Is All You Need
+
+    Use with the index:
+        .. code-block:: python
+
+            index.add_documents(loader.load())
+    """
+
+    def __init__(
+        self, paths: str | Path | Sequence[str | Path], *, password: str | None = None
+    ) -> None:
+        """Load ``paths`` (files or folders); ``password`` opens encrypted PDFs."""
+        self.paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+        self.password = password
+
+    def lazy_load(self) -> Iterator[Document]:
+        """Read one file at a time; a file that cannot be read raises :class:`LoadError`.
+
+        Raises:
+            PathError: A path is missing, a file has an unsupported suffix, or a folder holds
+                no supported file.
+            LoadError: A file is unreadable, binary, not UTF-8, malformed, or a bad PDF.
+        """
+        for path, name in files_to_load(self.paths):
+            yield from load_file(path, name, self.password)
+
+
 def read_text(path: Path) -> str:
     """A file's text, refusing binary and non-UTF-8 files by name instead of indexing noise."""
     try:
@@ -195,7 +304,9 @@ def _check_parses(document: Document, path: Path) -> None:
         raise LoadError(msg)
 
 
-def load_documents(paths: Sequence[Path]) -> list[Document]:
+def load_documents(
+    paths: Sequence[Path], *, failed: list[LoadError] | None = None
+) -> list[Document]:
     """Read and check every file before anything is embedded or written.
 
     Each document is parsed once here so that a malformed file fails by name, before the model
@@ -204,6 +315,8 @@ def load_documents(paths: Sequence[Path]) -> list[Document]:
 
     Args:
         paths: Files and folders.
+        failed: When given, a file that cannot be loaded is left out and its error appended
+            here (the rest is still loaded); otherwise the first such file raises.
 
     Returns:
         The documents, in file order.
@@ -211,20 +324,38 @@ def load_documents(paths: Sequence[Path]) -> list[Document]:
     Raises:
         PathError: A path is missing or unsupported.
         LoadError: A file is unreadable, binary, not UTF-8 or malformed, or two documents share
-            an id.
+            an id (only when ``failed`` is not given).
     """
     documents: list[Document] = []
     origin: dict[str, str] = {}
     for path, name in files_to_load(paths):
-        for document in documents_from_text(read_text(path), name, path.suffix, str(path)):
-            doc_id = document.metadata[keys.DOC_ID]
-            if doc_id in origin:
-                msg = (
-                    f"{path} and {origin[doc_id]} both give document id {doc_id!r}; "
-                    "index their common parent folder, or give each a unique doc_id"
-                )
-                raise LoadError(msg)
-            origin[doc_id] = str(path)
-            _check_parses(document, path)
-            documents.append(document)
+        try:
+            found = _checked(path, name, origin)
+        except LoadError as error:
+            if failed is None:
+                raise
+            failed.append(error)
+            continue
+        documents.extend(found)
     return documents
+
+
+def _checked(path: Path, name: str, origin: dict[str, str]) -> list[Document]:
+    """A file's documents, refused when one fails to parse or takes an id already loaded.
+
+    ``origin`` (document id -> file) gains the file's ids only when the whole file is accepted.
+    """
+    found = load_file(path, name)
+    mine: dict[str, str] = {}
+    for document in found:
+        doc_id = document.metadata[keys.DOC_ID]
+        if doc_id in origin or doc_id in mine:
+            msg = (
+                f"{path} and {origin.get(doc_id, path)} both give document id {doc_id!r}; "
+                "index their common parent folder, or give each a unique doc_id"
+            )
+            raise LoadError(msg)
+        mine[doc_id] = str(path)
+        _check_parses(document, path)
+    origin.update(mine)
+    return found

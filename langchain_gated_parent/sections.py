@@ -50,7 +50,7 @@ Span = tuple[int, int]
 
 
 class DocumentFormat(str, Enum):
-    """Input formats :func:`parse_document` understands (the ``format`` metadata hint)."""
+    """Input formats :func:`parse_document` understands (the ``gp_format`` metadata hint)."""
 
     MARKDOWN = "markdown"
     STRUCTURED = "structured"
@@ -599,7 +599,8 @@ def detect_format(text: str) -> DocumentFormat:
 def parse_document(document: Document) -> SectionTree:
     """Parse a LangChain ``Document`` of any supported format into a section tree.
 
-    The format comes from ``metadata["format"]`` when present, else :func:`detect_format`. The
+    The format comes from ``metadata["gp_format"]`` (:data:`~langchain_gated_parent.keys.FORMAT`)
+    when present, else :func:`detect_format`; a loader's own ``format`` key is not read. The
     document id is ``metadata["doc_id"]``, else ``metadata["source"]``, else (structured) the
     JSON's ``doc_id``, else ``doc-`` plus the first 16 hex digits of the sha256 of the text, so
     re-ingesting the same unnamed text gives the same ids. ``metadata["title"]`` overrides a

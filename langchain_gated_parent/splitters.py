@@ -406,7 +406,7 @@ class _TreeSplitter(TextSplitter):
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
     ) -> list[Document]:
-        """Split texts into Documents; metadata may carry ``doc_id`` and ``format``.
+        """Split texts into Documents; metadata may carry ``doc_id`` and ``gp_format``.
 
         Args:
             texts: Document texts.
@@ -454,7 +454,7 @@ class SectionSplitter(_TreeSplitter):
             splitter.split_text("# A\n\nOne.\n\n# B\n\nTwo.")
             # ['# A\n\nOne.', '# B\n\nTwo.']
             docs = splitter.create_documents(["# A\n\nOne."], [{"doc_id": "d1"}])
-            docs[0].metadata["parent_id"], docs[0].metadata["section_path"]
+            docs[0].metadata["parent_id"], docs[0].metadata["gp_section_path"]
             # ('P-d1:s0', ['A'])
     """
 

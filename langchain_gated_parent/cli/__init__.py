@@ -9,7 +9,7 @@ Subcommands (``gated-parent COMMAND --help`` for each), one module each:
   (``--json``) a JSON list.
 * ``delete DOC_ID... --index DIR``, ``stats --index DIR``, ``verify --index DIR``.
 * ``recover --index DIR``: roll back what a writer that died left unfinished (every write
-  also does this first), and upgrade an index written by an older version.
+  also does this first).
 * ``demo``: index the bundled demo corpus and run a few example questions.
 * ``serve --index DIR``: serve the retriever over HTTP with LangServe (``[serve]`` extra).
 

@@ -12,6 +12,7 @@ from langchain_gated_parent.cli import (
     index,
     query,
     recover,
+    sections,
     serve,
     stats,
     verify,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     index.add,
+    sections.add,
     query.add,
     delete.add,
     stats.add,

@@ -1,13 +1,19 @@
-"""``gated-parent index PATH... --index DIR``: add files or folders to an index."""
+"""``gated-parent index PATH... --index DIR``: add files or folders to an index.
+
+A file that cannot be read (a bad PDF, a binary or non-UTF-8 file, malformed JSON) is reported
+as one line naming it and the fix; the other files are still indexed, and the exit status is 1.
+"""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_gated_parent.cli.common import (
     EXIT_FAILURE,
     EXIT_USAGE,
+    PROG,
     echo,
     open_index,
     refused,
@@ -19,6 +25,7 @@ from langchain_gated_parent.cli.options import (
     positive_int,
 )
 from langchain_gated_parent.loaders import LoadError, PathError, load_documents
+from langchain_gated_parent.structure import StructureWarning
 
 if TYPE_CHECKING:
     import argparse
@@ -27,12 +34,30 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read every file first (a bad one fails the command by name), then add them in batches."""
-    with refused(EXIT_FAILURE, LoadError), refused(EXIT_USAGE, PathError):
-        documents = load_documents(args.paths)
-    index = open_index(args.index, create=True, lock_timeout=args.lock_timeout)
-    echo(ingest(index, documents, args.batch_size).summary())
-    return 0
+    """Read every file first, then add the readable ones in batches.
+
+    Each file that cannot be read is reported on stderr by name and left out; the rest is
+    indexed and the exit status is 1. With no readable file the index is not even opened.
+    """
+    failed: list[LoadError] = []
+    with refused(EXIT_FAILURE, ImportError), refused(EXIT_USAGE, PathError):
+        documents = load_documents(args.paths, failed=failed)
+    for error in failed:
+        echo(f"{PROG}: error: {error}", err=True)
+    if documents:
+        index = open_index(args.index, create=True, lock_timeout=args.lock_timeout)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StructureWarning)
+            totals = ingest(index, documents, args.batch_size)
+        for warning in caught:
+            if issubclass(warning.category, StructureWarning):
+                echo(f"{PROG}: warning: {warning.message}", err=True)
+            else:
+                warnings.warn_explicit(
+                    warning.message, warning.category, warning.filename, warning.lineno
+                )
+        echo(totals.summary())
+    return EXIT_FAILURE if failed else 0
 
 
 def add(commands: Subparsers) -> None:
@@ -40,9 +65,13 @@ def add(commands: Subparsers) -> None:
     parser = commands.add_parser(
         "index",
         help="add files or folders to an index",
-        description="Add Markdown (.md), HTML (.html), text (.txt) and structured JSON "
-        "(.json, .jsonl: one document per line) files, or folders of them (recursively), to "
-        "the index; unchanged documents are skipped, changed ones replaced.",
+        description="Add Markdown (.md), HTML (.html), text (.txt), structured JSON "
+        "(.json, .jsonl: one document per line) and PDF (.pdf, with the [pdf] extra) files, or "
+        "folders of them (recursively), to the index; unchanged documents are skipped, changed "
+        "ones replaced.",
+        epilog="A file that cannot be read (an encrypted, image-only or corrupt PDF, a binary "
+        "file...) is reported by name with the fix and left out; the other files are still "
+        "indexed and the exit status is 1.",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="file or folder")
     add_index_option(parser)

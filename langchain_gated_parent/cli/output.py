@@ -12,25 +12,31 @@ if TYPE_CHECKING:
 
     from langchain_core.documents import Document
 
-RESULT_KEYS = (
-    keys.CHUNK_ID,
-    keys.PARENT_ID,
-    keys.DOC_ID,
-    keys.SCORE,
-    keys.PARENT_SCORE,
-    keys.CHILD_SCORE,
-    keys.GATE_RANK,
-    keys.SECTION_PATH,
-    keys.START_INDEX,
-    keys.END_INDEX,
-)
-"""The metadata of a result that ``query --json`` emits, with ``text``: the output contract."""
+RESULT_FIELDS = {
+    "chunk_id": keys.CHUNK_ID,
+    "parent_id": keys.PARENT_ID,
+    "doc_id": keys.DOC_ID,
+    "score": keys.SCORE,
+    "parent_score": keys.PARENT_SCORE,
+    "child_score": keys.CHILD_SCORE,
+    "gate_rank": keys.GATE_RANK,
+    "section_path": keys.SECTION_PATH,
+    "start_index": keys.START_INDEX,
+    "end_index": keys.END_INDEX,
+}
+"""Each field of a ``query --json`` record and the metadata key it is read from.
+
+The fields keep their plain names (the output contract) while the package's structural
+metadata keys carry the ``gp_`` prefix (see :mod:`~langchain_gated_parent.keys`).
+"""
+RESULT_KEYS = tuple(RESULT_FIELDS)
+"""The fields ``query --json`` emits for each result, with ``text``: the output contract."""
 
 
 def result_record(document: Document) -> dict[str, Any]:
     """A result as the JSON contract: :data:`RESULT_KEYS` from its metadata, plus ``text``."""
     return {
-        **{key: document.metadata.get(key) for key in RESULT_KEYS},
+        **{field: document.metadata.get(key) for field, key in RESULT_FIELDS.items()},
         "text": document.page_content,
     }
 

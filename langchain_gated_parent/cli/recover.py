@@ -40,8 +40,8 @@ def add(commands: Subparsers) -> None:
         "recover",
         help="roll back writes a crashed writer left unfinished",
         description="Take the index's writer lock (waiting for a live writer), roll back every "
-        "document whose last write did not finish, and upgrade an index written by an older "
-        "version. Every write does this first; this command does it now.",
+        "document whose last write did not finish. Every write does this first; this command "
+        "does it now.",
     )
     add_index_option(parser)
     add_lock_timeout_option(parser)

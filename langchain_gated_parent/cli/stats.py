@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def run(args: argparse.Namespace) -> int:
     """Print the stats as aligned lines, or as JSON."""
     index = open_index(args.index)
-    with refused(EXIT_FAILURE, ValueError):  # an index of an older format names the upgrade
+    with refused(EXIT_FAILURE, ValueError):  # an index of an older format is refused
         stats = index.stats()
     if args.json:
         echo(json.dumps(stats, indent=2))

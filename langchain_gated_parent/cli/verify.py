@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def run(args: argparse.Namespace) -> int:
     """List every disagreement and exit 1, or say the stores agree."""
     index = open_index(args.index)
-    with refused(EXIT_FAILURE, ValueError):  # an index of an older format names the upgrade
+    with refused(EXIT_FAILURE, ValueError):  # an index of an older format is refused
         report = index.verify()
     counts = f"{report.documents} documents, {report.parents} parents, {report.children} children"
     if report.ok:

@@ -39,8 +39,7 @@ JOURNAL_NAMESPACE_SUFFIX = "/gated-parent-journal"
 """The journal's namespace is the docstore's plus this suffix (e.g. ``parents/gated-...``)."""
 LOCK_FILE = "writer.lock"
 LEGACY_CONFIG_KEY = "gp-config"
-LEGACY_MANIFEST_PREFIX = "gp-manifest:"
-"""Where format 2 kept the config and manifests: in the docstore, beside the parents."""
+"""Where format 2 kept its config: in the docstore, beside the parents (refused when found)."""
 
 
 @dataclass(frozen=True)

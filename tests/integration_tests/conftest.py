@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 from langchain_core.documents import Document
 
-from langchain_gated_parent import GatedParentIndex, MiniLMEmbeddings
+from langchain_gated_parent import GatedParentIndex, MiniLMEmbeddings, keys
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -79,9 +79,9 @@ Logging is configured through a YAML file next to the binary.
 def corpus() -> list[Document]:
     """A small corpus: the method's GAPDH example, a rival paper and a Markdown manual."""
     return [
-        Document(page_content=json.dumps(GAPDH), metadata={"format": "structured"}),
-        Document(page_content=json.dumps(RIVAL), metadata={"format": "structured"}),
-        Document(page_content=MARKDOWN, metadata={"doc_id": "manual", "format": "markdown"}),
+        Document(page_content=json.dumps(GAPDH), metadata={keys.FORMAT: "structured"}),
+        Document(page_content=json.dumps(RIVAL), metadata={keys.FORMAT: "structured"}),
+        Document(page_content=MARKDOWN, metadata={"doc_id": "manual", keys.FORMAT: "markdown"}),
     ]
 
 

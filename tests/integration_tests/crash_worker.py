@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from typing_extensions import Self
 
+from langchain_gated_parent import keys
 from tests.integration_tests.stores import StoreSpec, embeddings_named, snapshot
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def corpus(version: int) -> list[Document]:
         documents.append(
             Document(
                 page_content=text,
-                metadata={"doc_id": f"doc-{i}", "topic": topic, "format": "markdown"},
+                metadata={"doc_id": f"doc-{i}", "topic": topic, keys.FORMAT: "markdown"},
             )
         )
     return documents

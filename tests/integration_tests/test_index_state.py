@@ -17,12 +17,11 @@ from langchain_gated_parent import GatedParentIndex
 from langchain_gated_parent.stores import WriterLockTimeoutError
 from langchain_gated_parent.stores.journal import (
     LEGACY_CONFIG_KEY,
-    LEGACY_MANIFEST_PREFIX,
     MANIFEST_PREFIX,
     STAMP_KEY,
 )
 from tests.integration_tests.crash_worker import corpus
-from tests.integration_tests.stores import fake_embeddings, snapshot
+from tests.integration_tests.stores import assert_same_state, fake_embeddings, snapshot
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -98,39 +97,16 @@ def test_a_persistent_client_with_a_memory_docstore_is_refused(tmp_path: Path) -
         GatedParentIndex(fake_embeddings(), client=client)
 
 
-def test_an_index_of_format_2_is_refused_for_reading_then_upgraded(tmp_path: Path) -> None:
+def test_an_index_of_format_2_is_refused_with_the_fix(tmp_path: Path) -> None:
     index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     index.add_documents(corpus(1))
-    expected = snapshot(index)
-    answer = [d.id for d in index.as_retriever(k=4).invoke("paragraph about glycolysis")]
-    # Write the records the way format 2 kept them: in the docstore, beside the parents.
-    records = index.journal.records()
-    legacy = [
-        (
-            LEGACY_MANIFEST_PREFIX + key.removeprefix(MANIFEST_PREFIX)
-            if key.startswith(MANIFEST_PREFIX)
-            else LEGACY_CONFIG_KEY,
-            Document(
-                page_content=json.dumps({**value, "format_version": 2})
-                if key == "config"
-                else json.dumps(value)
-            ),
-        )
-        for key, value in records.items()
-    ]
-    index.docstore.mset(legacy)
-    index.journal.delete_manifests(
-        [k.removeprefix(MANIFEST_PREFIX) for k in records if k.startswith(MANIFEST_PREFIX)]
-    )
+    # Keep the config the way format 2 did (in the docstore, beside the parents, with the old
+    # unprefixed metadata keys in the stores): it cannot be read as format 3.
+    config = {**index.journal.records()["config"], "format_version": 2}
+    index.docstore.mset([(LEGACY_CONFIG_KEY, Document(page_content=json.dumps(config)))])
     index.journal._records.mdelete(["config", STAMP_KEY])
+    before = snapshot(index)
 
-    old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
-    with pytest.raises(ValueError, match="gated-parent recover"):
-        old.stats()
-    with pytest.raises(ValueError, match="gated-parent recover"):
-        old.as_retriever().invoke("anything")
-    assert old.recover() == []
-    assert snapshot(old)["docstore"] == expected["docstore"]
-    assert snapshot(old)["journal"] == expected["journal"]
-    assert old.verify().ok
-    assert [d.id for d in old.as_retriever(k=4).invoke("paragraph about glycolysis")] == answer
+    with pytest.raises(ValueError, match=r"format version 2, .* reads format 3 .*rebuild it"):
+        GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    assert_same_state(snapshot(index), before)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from langchain_gated_parent import keys
 from langchain_gated_parent.keys import (
     CHUNK_ID,
     END_INDEX,
@@ -79,7 +80,7 @@ def test_every_paragraph_is_one_child_in_its_sections_parent(papers: list[dict[s
     elapsed = 0.0
     for paper in papers:
         markdown, expected = qasper_markdown(paper)
-        document = Document(markdown, metadata={"doc_id": paper["doc_id"], "format": "markdown"})
+        document = Document(markdown, metadata={"doc_id": paper["doc_id"], keys.FORMAT: "markdown"})
         started = time.perf_counter()
         split = split_document(document, child_splitter=child_splitter)
         elapsed += time.perf_counter() - started
@@ -97,7 +98,9 @@ def test_default_splitters_on_all_papers(papers: list[dict[str, Any]]) -> None:
     elapsed = time.perf_counter() - started
     for split in splits:
         _check(split)
-        assert all(c.metadata["tokens"] <= 512 or "." not in c.page_content for c in split.children)
+        assert all(
+            c.metadata[keys.TOKENS] <= 512 or "." not in c.page_content for c in split.children
+        )
     parents = sum(len(split.parents) for split in splits)
     children = sum(len(split.children) for split in splits)
     print(  # noqa: T201

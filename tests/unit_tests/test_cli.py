@@ -39,15 +39,8 @@ def test_subcommands_table_builds_every_command():
     parser = cli.build_parser()
     commands = parser._subparsers._group_actions[0].choices
     assert set(commands) == {
-        "index",
-        "query",
-        "delete",
-        "stats",
-        "verify",
-        "recover",
-        "demo",
-        "serve",
-    }
+        "index", "sections", "query", "delete", "stats", "verify", "recover", "demo", "serve"
+    }  # fmt: skip
     assert len(app.SUBCOMMANDS) == len(commands)
 
 
@@ -129,7 +122,8 @@ def test_folder_without_an_index_is_left_alone(capsys, tmp_path):
         ("list.json", b"[1, 2]", (1, ["must be a JSON object", "got list"])),
         ("nosec.json", b'{"doc_id": "x"}', (1, ["nosec.json: ", "no 'sections'"])),
         ("lines.jsonl", b'{"sections": []}\n\n{oops\n', (1, ["lines.jsonl line 3"])),
-        ("paper.pdf", b"%PDF-1.7", (2, ["paper.pdf: unsupported file type"])),
+        ("paper.pdf", b"%PDF-1.7", (1, ["paper.pdf: truncated", "download it again"])),
+        ("movie.mp4", b"\x00\x00", (2, ["movie.mp4: unsupported file type"])),
     ],
 )
 def test_bad_files_are_named(capsys, tmp_path, name, content, expected):

@@ -56,7 +56,7 @@ def _paper(doc_id: str, topics: list[str]) -> Document:
         f"# {topic}\n\n{topic} is measured first.\n\nThen {topic} is compared across runs."
         for topic in topics
     )
-    return Document(page_content=body, metadata={"doc_id": doc_id, "format": "markdown"})
+    return Document(page_content=body, metadata={"doc_id": doc_id, keys.FORMAT: "markdown"})
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
+from langchain_gated_parent import keys
 from langchain_gated_parent.sections import (
     DocumentFormat,
     SectionTree,
@@ -330,15 +331,15 @@ def test_detect_format(text: str, expected: DocumentFormat) -> None:
 
 
 def test_document_format_hint_overrides_detection() -> None:
-    doc = Document("# not a heading in text mode", metadata={"format": "text", "doc_id": "x"})
+    doc = Document("# not a heading in text mode", metadata={keys.FORMAT: "text", "doc_id": "x"})
     tree = parse_document(doc)
     assert [s.level for s in tree.sections] == [0]
-    assert parse_document(Document("<p>a</p>", metadata={"format": "html"})).text == "a"
+    assert parse_document(Document("<p>a</p>", metadata={keys.FORMAT: "html"})).text == "a"
 
 
 def test_document_unknown_format_lists_choices() -> None:
     with pytest.raises(ValueError, match="unknown metadata format 'pdf'; use one of markdown"):
-        parse_document(Document("x", metadata={"format": "pdf"}))
+        parse_document(Document("x", metadata={keys.FORMAT: "pdf"}))
 
 
 def test_document_id_precedence() -> None:

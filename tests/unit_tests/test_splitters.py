@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
+from langchain_gated_parent import keys
 from langchain_gated_parent.keys import (
     CHUNK_ID,
     DOC_ID,
@@ -345,8 +346,8 @@ def test_each_format_splits() -> None:
     for doc, expected in [
         (Document(html, metadata={"doc_id": "h"}), ["Hello there.", "item"]),
         (Document(text, metadata={"doc_id": "t"}), ["Plain intro.", "Plain methods."]),
-        (Document(LONG_MD, metadata={"format": "markdown", "doc_id": "m"}), None),
-        (Document(json.dumps(CONTRACT), metadata={"format": "structured"}), None),
+        (Document(LONG_MD, metadata={keys.FORMAT: "markdown", "doc_id": "m"}), None),
+        (Document(json.dumps(CONTRACT), metadata={keys.FORMAT: "structured"}), None),
     ]:
         split = split_document(doc)
         spans_ok(split)
@@ -405,7 +406,7 @@ def test_each_format_splits() -> None:
             r"max_child_tokens \(400\) must be smaller than max_parent_tokens \(300\); lower",
         ),
         (
-            lambda: split_document(Document("x", metadata={"format": "docx"})),
+            lambda: split_document(Document("x", metadata={keys.FORMAT: "docx"})),
             r"unknown metadata format 'docx'",
         ),
         (
@@ -494,7 +495,7 @@ def _signature(split: ParentChildSplit) -> list[tuple[Any, ...]]:
 @given(text=MARKDOWN, config=CONFIG)
 def test_property_spans_ids_determinism(text: str, config: dict[str, Any]) -> None:
     parent_splitter, child_splitter = _splitters(config)
-    doc = Document(text, metadata={"doc_id": "gen", "format": "markdown"})
+    doc = Document(text, metadata={"doc_id": "gen", keys.FORMAT: "markdown"})
     split = split_document(doc, parent_splitter=parent_splitter, child_splitter=child_splitter)
     again = split_document(doc, parent_splitter=parent_splitter, child_splitter=child_splitter)
     assert _signature(split) == _signature(again)
