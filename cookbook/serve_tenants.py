@@ -32,6 +32,7 @@ from langchain_gated_parent.server_settings import ServerSettings
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
+    from langchain_core.runnables import RunnableConfig
 
 QUESTION = "Which dataset do they use?"
 API_KEYS = {"key-of-speech-lab": "speech-lab", "key-of-text-lab": "text-lab"}
@@ -62,12 +63,10 @@ def run(directory: Path) -> None:
             seen = sorted({doc.metadata[keys.DOC_ID] for doc in docs})
             print(f"\n{tenant} asks {QUESTION!r}: documents {', '.join(seen)}")
             # a hostile filter: "anything that is not mine" -- $and-ed with the tenant's own
-            hostile = {"configurable": {"filter": {"tenant": {"$ne": tenant}}}}
+            hostile: RunnableConfig = {"configurable": {"filter": {"tenant": {"$ne": tenant}}}}
             stolen = remote.invoke(QUESTION, config=hostile)
-            print(
-                f"{tenant} with filter {{'tenant': {{'$ne': '{tenant}'}}}}: {len(stolen)} results"
-            )
-            foreign += sum(d.metadata["tenant"] != tenant for d in [*docs, *stolen])  # type: ignore[attr-defined]
+            print(f"{tenant} with {hostile['configurable']}: {len(stolen)} results")
+            foreign += sum(d.metadata["tenant"] != tenant for d in [*docs, *stolen])
         print(f"\ndocuments of other tenants returned: {foreign}")
 
         with httpx.Client(base_url=url, timeout=60) as client:
