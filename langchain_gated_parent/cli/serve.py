@@ -5,23 +5,45 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langchain_gated_parent.cli.common import EXIT_FAILURE, EXIT_USAGE, echo, open_index, refused
+from langchain_gated_parent.cli.common import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    CliError,
+    echo,
+    open_index,
+    refused,
+)
 from langchain_gated_parent.cli.options import add_index_option, port, positive_int
 
 if TYPE_CHECKING:
     import argparse
 
     from langchain_gated_parent.cli.common import Subparsers
+    from langchain_gated_parent.server_settings import ServerSettings
 
 
 def run(args: argparse.Namespace) -> int:
     """Check the index and the settings, print where it is served, and serve until interrupted."""
-    open_index(args.index)  # refuses a folder without an index before any worker starts
     with refused(EXIT_FAILURE, ImportError):  # the message names the pip install command
         from langchain_gated_parent.server import RETRIEVER_PATH, serve  # noqa: PLC0415
-    from langchain_gated_parent.server_settings import ServerSettings  # noqa: PLC0415
+    settings = _settings(args)
+    open_index(args.index)  # refuses a folder without an index before any worker starts
+    base = f"http://{args.host}:{args.port}"
+    workers = f" with {args.workers} workers" if args.workers > 1 else ""
+    echo(f"serving {args.index} at {base}{RETRIEVER_PATH}/{workers} (Ctrl+C stops)")
+    echo(f"playground: {base}{RETRIEVER_PATH}/playground/  health: {base}/health")
+    serve(settings, host=args.host, port=args.port)
+    return 0
 
-    with refused(EXIT_USAGE, ValueError):
+
+def _settings(args: argparse.Namespace) -> ServerSettings:
+    """The server settings from the options; a bad combination or key file is a usage error."""
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    from langchain_gated_parent.server_settings import ServerSettings  # noqa: PLC0415
+    from langchain_gated_parent.tenancy import load_api_keys  # noqa: PLC0415
+
+    try:
         settings = ServerSettings(
             index=args.index,
             workers=args.workers,
@@ -34,12 +56,13 @@ def run(args: argparse.Namespace) -> int:
             tenant_header=args.tenant_header,
             api_keys_file=args.api_keys,
         )
-    base = f"http://{args.host}:{args.port}"
-    workers = f" with {args.workers} workers" if args.workers > 1 else ""
-    echo(f"serving {args.index} at {base}{RETRIEVER_PATH}/{workers} (Ctrl+C stops)")
-    echo(f"playground: {base}{RETRIEVER_PATH}/playground/  health: {base}/health")
-    serve(settings, host=args.host, port=args.port)
-    return 0
+    except ValidationError as error:
+        problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+        raise CliError(problems, EXIT_USAGE) from error
+    if settings.api_keys_file is not None:
+        with refused(EXIT_USAGE, ValueError):  # checked here, not in each worker at start
+            load_api_keys(settings.api_keys_file)
+    return settings
 
 
 def add(commands: Subparsers) -> None:
