@@ -9,6 +9,7 @@ import httpx
 import pytest
 from langchain_core.documents import Document
 from langserve import RemoteRunnable
+from langserve.lzstring import LZString
 
 from langchain_gated_parent import GatedParentIndex, MiniLMEmbeddings, keys
 from langchain_gated_parent.server import RETRIEVER_PATH, create_app, running_server
@@ -22,18 +23,24 @@ TENANTS = ("acme", "globex", "initech")
 KEYS = {"acme": "key-acme-0001", "globex": "key-globex-0002", "initech": "key-initech-0003"}
 QUERY = "RNA extraction protocol timing"
 TOPICS = {
-    "protocol": "# Protocol\n\nRNA extraction 48 h after transfection with column kits.\n\n"
-    "## Timing\n\nIncubate 12 h, 24 h or 72 h; longer incubation lowers RNA integrity.",
-    "report": "# Report\n\nQuarterly revenue grew by a tenth.\n\n## Costs\n\n"
-    "Reagents for RNA extraction were the largest cost this quarter.",
+    "protocol": "# Protocol\n\nRNA extraction 48 h after transfection with column kits ({t}).\n\n"
+    "## Timing\n\nIncubate 12 h, 24 h or 72 h; longer incubation lowers RNA integrity ({t}).",
+    "report": "# Report\n\nQuarterly revenue grew by a tenth ({t}).\n\n## Costs\n\n"
+    "Reagents for RNA extraction were the largest cost this quarter ({t}).",
 }
+"""Every paragraph ends with its tenant's mark ``(<tenant>)``, so a leak shows in any answer."""
+
+
+def foreign_marks(text: str, tenant: str) -> list[str]:
+    """Other tenants' marks found in a raw response body (documents, events, logs alike)."""
+    return [f"({t})" for t in TENANTS if t != tenant and f"({t})" in text]
 
 
 def tenant_documents() -> list[Document]:
     """The same topics in every tenant, so an unconfined search returns them all."""
     return [
         Document(
-            page_content=f"{text}\n\nKept by {tenant}.",
+            page_content=text.format(t=tenant),
             metadata={keys.DOC_ID: f"{tenant}-{topic}", "tenant": tenant, "topic": topic},
         )
         for tenant in TENANTS
@@ -127,7 +134,7 @@ def test_hostile_filters_never_reach_another_tenant(keyed_url: str, open_url: st
                 if response.status_code == 200:
                     answered += 1
                     found = tenants_of(response)
-                    if any(t != "acme" for t in found):
+                    if any(t != "acme" for t in found) or foreign_marks(response.text, "acme"):
                         leaked.append((where, endpoint, found))
                 else:
                     assert 400 <= response.status_code < 500, response.text
@@ -157,6 +164,36 @@ def test_a_client_filter_narrows_inside_the_tenant(keyed_url: str) -> None:
     response = post(keyed_url, "invoke", body, KEYS["globex"])
     assert response.status_code == 200, response.text
     assert {d["metadata"][keys.DOC_ID] for d in response.json()["output"]} == {"globex-report"}
+
+
+@pytest.mark.filterwarnings("ignore:astream_log is deprecated")  # LangServe's stream_log uses it
+@pytest.mark.parametrize("endpoint", ["stream", "stream_log", "stream_events"])
+def test_streams_and_event_logs_are_confined(keyed_url: str, endpoint: str) -> None:
+    for where in (
+        {"tenant": {"$ne": "acme"}},
+        {"$or": [{"tenant": "globex"}, {"topic": "report"}]},
+    ):
+        body = {"input": QUERY, "config": {"configurable": {"filter": where}}}
+        response = post(keyed_url, endpoint, body, KEYS["acme"])
+        assert response.status_code == 200, response.text
+        assert foreign_marks(response.text, "acme") == []
+    response = post(keyed_url, endpoint, {"input": QUERY}, KEYS["acme"])
+    assert "(acme)" in response.text
+
+
+def test_a_filter_in_the_config_hash_or_in_kwargs_is_confined(keyed_url: str) -> None:
+    """The playground sends its config in the path; LangServe ignores ``kwargs``."""
+    config = json.dumps({"configurable": {"filter": {"tenant": {"$in": ["globex", "acme"]}}}})
+    path = f"{RETRIEVER_PATH}/c/{LZString.compressToEncodedURIComponent(config)}/invoke"
+    headers = {"X-API-Key": KEYS["acme"]}
+    hashed = httpx.post(f"{keyed_url}{path}", json={"input": QUERY}, headers=headers, timeout=60)
+    assert hashed.status_code == 200, hashed.text
+    assert set(tenants_of(hashed)) == {"acme"}
+    assert foreign_marks(hashed.text, "acme") == []
+    body = {"input": QUERY, "kwargs": {"filter": {"tenant": "globex"}}}
+    kwargs = post(keyed_url, "invoke", body, KEYS["acme"])
+    assert kwargs.status_code == 200, kwargs.text
+    assert set(tenants_of(kwargs)) == {"acme"}
 
 
 def test_the_stream_is_confined_too(keyed_url: str) -> None:
