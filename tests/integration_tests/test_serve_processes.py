@@ -7,6 +7,8 @@ answers queries: every answer must be a normal one, and the ingest must complete
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 QUERY = "48 h RNA extraction"
+README = Path(__file__).resolve().parents[2] / "README.md"
 START_TIMEOUT = 180.0
 CLI = [sys.executable, "-m", "langchain_gated_parent.cli"]
 
@@ -79,6 +82,18 @@ def served(
     finally:
         server.terminate()
         server.communicate(timeout=60)
+
+
+def _wait_for(url: str, server: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        assert server.poll() is None, server.communicate()[0]
+        assert time.monotonic() < deadline, f"the server at {url} did not start"
+        try:
+            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.5)
 
 
 def invoke(url: str, k: int | None = None) -> httpx.Response:
@@ -158,3 +173,37 @@ def test_the_server_answers_during_an_ingest_by_another_process(
         check=False,
     )
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_the_readme_uvicorn_recipe_runs_as_written(
+    tmp_path: Path, embeddings: MiniLMEmbeddings
+) -> None:
+    """The README's two lines, with the index folder and the port replaced."""
+    recipe = re.search(
+        r"```bash\n(export GATED_PARENT_SERVER_SETTINGS=.*?)```", README.read_text(), re.DOTALL
+    )
+    assert recipe is not None
+    export, command = recipe.group(1).strip().splitlines()
+    name, _, value = shlex.split(export)[1].partition("=")
+    directory = tmp_path / "index"
+    GatedParentIndex(embeddings, directory=directory).add_documents(corpus())
+    port = _free_port()
+    argv = shlex.split(command.replace("8000", str(port)))
+    assert argv[0] == "uvicorn"
+    server = subprocess.Popen(
+        [sys.executable, "-m", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, name: value.replace("./my-index", str(directory))},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(url, server)
+        assert invoke(url).status_code == 200
+        refused = invoke(url, k=21)  # the recipe's max_k is 20
+        assert refused.status_code == 422, refused.text
+        assert "max_k (20)" in refused.json()["detail"]
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)
