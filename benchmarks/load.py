@@ -9,7 +9,8 @@ Indexes the first 20 QASPER papers (or opens ``--index``), then for each worker 
 ``gated-parent serve --workers N`` on a free 127.0.0.1 port as a separate process and measures:
 
 * one client, interleaved: each question asked in this process (``retriever.invoke`` on the
-  same index) and over HTTP in turn, so both see the same machine load; p50 of each;
+  same index, with the workers' embedding thread count) and over HTTP in turn, so both see
+  the same machine load; p50 of each;
 * ``C`` concurrent clients (asyncio, one keep-alive connection each) for ``--seconds``:
   requests, errors, throughput, p50 and p95 of the request latency.
 
@@ -62,6 +63,8 @@ class Level:
     errors: int
     seconds: float
     latencies_ms: list[float]
+    load_average: float = 0.0
+    """The machine's 1-minute load average when the level ended (the machine may be shared)."""
 
     @property
     def throughput(self) -> float:
@@ -198,7 +201,7 @@ async def _load(url: str, questions: list[str], clients: int, seconds: float) ->
         began = time.perf_counter()
         await asyncio.gather(*(client(c) for c in range(clients)))
         elapsed = time.perf_counter() - began
-    return Level(0, clients, requests, errors, elapsed, latencies)
+    return Level(0, clients, requests, errors, elapsed, latencies, os.getloadavg()[0])
 
 
 def load(url: str, questions: list[str], clients: int, seconds: float, workers: int) -> Level:
@@ -210,12 +213,13 @@ def load(url: str, questions: list[str], clients: int, seconds: float, workers: 
 def _print_report(
     levels: list[Level], single: dict[int, tuple[float, float]], loads: tuple[Any, Any]
 ) -> None:
-    print("| workers | clients | requests | errors | req/s | p50 ms | p95 ms |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("| workers | clients | requests | errors | req/s | p50 ms | p95 ms | load avg |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for level in levels:
         print(
             f"| {level.workers} | {level.clients} | {level.requests} | {level.errors} | "
-            f"{level.throughput:.1f} | {level.p50:.1f} | {level.p95:.1f} |"
+            f"{level.throughput:.1f} | {level.p50:.1f} | {level.p95:.1f} | "
+            f"{level.load_average:.1f} |"
         )
     print()
     print("| workers | in-process p50 ms | HTTP p50 ms (one client, interleaved) | difference |")
@@ -244,21 +248,27 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--seconds", type=float, default=15.0, help="per level (default 15)")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="passes over the questions, one client (default 2)"
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="gated-load-") as tmp:
         directory = args.index or Path(tmp) / "index"
         questions = build_index(args.data, directory, args.papers)
         print(f"{args.papers} QASPER papers, {len(questions)} questions; index {directory}")
-        from langchain_gated_parent import GatedParentIndex  # noqa: PLC0415
+        from langchain_gated_parent import GatedParentIndex, MiniLMEmbeddings  # noqa: PLC0415
 
-        retriever = GatedParentIndex(directory=directory).as_retriever()
         before = os.getloadavg()
         levels: list[Level] = []
         single: dict[int, tuple[float, float]] = {}
         for workers in args.workers:
+            # the server's own choice (see ServerSettings.embedding_threads), for a fair baseline
+            threads = max(1, (os.cpu_count() or 1) // workers)
+            embeddings = MiniLMEmbeddings(intra_op_num_threads=threads)
+            retriever = GatedParentIndex(embeddings, directory=directory).as_retriever()
             with server(directory, workers) as url:
-                local, remote = interleaved(url, retriever, questions)
+                local, remote = interleaved(url, retriever, questions * args.rounds)
                 single[workers] = (statistics.median(local), statistics.median(remote))
                 levels.extend(
                     load(url, questions, clients, args.seconds, workers) for clients in args.clients
