@@ -108,7 +108,9 @@ class Tenancy:
                 raise AccessDeniedError(401, msg)
         return tenant if self.key else None
 
-    def scope(self, tenant: str | None, client_filter: dict[str, Any] | None) -> Any:
+    def scope(
+        self, tenant: str | None, client_filter: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
         """The filter to search with: the client's, confined to ``tenant`` when there is one."""
         if tenant is None or self.key is None:
             return client_filter
