@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import socket
 import statistics
@@ -207,7 +208,7 @@ async def _load(url: str, questions: list[str], clients: int, seconds: float) ->
 def load(url: str, questions: list[str], clients: int, seconds: float, workers: int) -> Level:
     """``clients`` concurrent clients for ``seconds`` (each one request at a time)."""
     level = asyncio.run(_load(url, questions, clients, seconds))
-    return Level(workers, clients, level.requests, level.errors, level.seconds, level.latencies_ms)
+    return dataclasses.replace(level, workers=workers)
 
 
 def _print_report(
@@ -258,15 +259,15 @@ def main() -> None:
         questions = build_index(args.data, directory, args.papers)
         print(f"{args.papers} QASPER papers, {len(questions)} questions; index {directory}")
         from langchain_gated_parent import GatedParentIndex, MiniLMEmbeddings  # noqa: PLC0415
+        from langchain_gated_parent.server_settings import ServerSettings  # noqa: PLC0415
 
+        # the server's embedding threads (ServerSettings.embedding_threads), for a fair baseline
+        embeddings = MiniLMEmbeddings(intra_op_num_threads=ServerSettings().embedding_threads)
+        retriever = GatedParentIndex(embeddings, directory=directory).as_retriever()
         before = os.getloadavg()
         levels: list[Level] = []
         single: dict[int, tuple[float, float]] = {}
         for workers in args.workers:
-            # the server's own choice (see ServerSettings.embedding_threads), for a fair baseline
-            threads = max(1, (os.cpu_count() or 1) // workers)
-            embeddings = MiniLMEmbeddings(intra_op_num_threads=threads)
-            retriever = GatedParentIndex(embeddings, directory=directory).as_retriever()
             with server(directory, workers) as url:
                 local, remote = interleaved(url, retriever, questions * args.rounds)
                 single[workers] = (statistics.median(local), statistics.median(remote))

@@ -232,8 +232,7 @@ def _retriever(source: Source, settings: ServerSettings) -> GatedParentRetriever
         return source
     if isinstance(source, GatedParentIndex):
         return source.as_retriever()
-    threads = settings.embedding_threads or max(1, (os.cpu_count() or 1) // settings.workers)
-    embeddings = MiniLMEmbeddings(intra_op_num_threads=threads)
+    embeddings = MiniLMEmbeddings(intra_op_num_threads=settings.embedding_threads)
     return GatedParentIndex(embeddings, directory=Path(source)).as_retriever()
 
 

@@ -53,8 +53,9 @@ class ServerSettings(BaseModel):
     """Header a trusted gateway sets to the caller's tenant (used when no API keys are set)."""
     api_keys_file: Path | None = None
     """JSON object ``{"api key": "tenant"}``; set, requests need a key (``X-API-Key``)."""
-    embedding_threads: int | None = Field(default=None, ge=1)
-    """onnxruntime threads per query embedding; ``None``: cores divided among the workers."""
+    embedding_threads: int = Field(default=1, ge=1)
+    """onnxruntime threads per query embedding. One: concurrent requests and workers share the
+    cores without oversubscribing them, and no idle thread pool spins between queries."""
 
     @model_validator(mode="after")
     def _tenant_needs_a_source(self) -> ServerSettings:
