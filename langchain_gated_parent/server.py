@@ -21,7 +21,8 @@ the value, never a 500, and the server keeps serving:
 * an empty query fails the input schema: 422;
 * a filter on a key no document of the index has, or with an operator Chroma does not know,
   is refused before the run starts: 422 with ``{"detail": message}``;
-* any other ``ValueError``/``TypeError`` from the run: 422 with ``{"detail": message}``.
+* any other ``ValueError``/``TypeError`` from the run, or a query Chroma refuses: 422 with
+  ``{"detail": message}``.
 
 Checking before the run matters for ``/stream``: once a stream has started, LangServe can only
 send an "Internal Server Error" event.
@@ -51,6 +52,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
+from chromadb.errors import InvalidArgumentError
 from pydantic import AfterValidator
 
 from langchain_gated_parent.embeddings import MiniLMEmbeddings
@@ -183,6 +185,27 @@ def _check_counts(values: dict[str, Any], where: str, settings: ServerSettings) 
             raise HTTPException(422, detail)
 
 
+def _check_filter_depth(where: Any, limit: int) -> None:
+    """Refuse a filter whose ``$and``/``$or`` nest deeper than ``limit``.
+
+    Iterative, so no nesting depth a client sends can exhaust the stack here.
+    """
+    pending = [(where, 1)]
+    while pending:
+        clause, depth = pending.pop()
+        if not isinstance(clause, dict):
+            continue
+        for key, value in clause.items():
+            if key in {"$and", "$or"} and isinstance(value, list):
+                if depth > limit:
+                    detail = (
+                        f"the filter nests $and/$or more than {limit} levels deep; this "
+                        f"server's max_filter_depth is {limit}: flatten it"
+                    )
+                    raise HTTPException(422, detail)
+                pending.extend((item, depth + 1) for item in value)
+
+
 def _request_guard(
     index: GatedParentIndex, settings: ServerSettings, tenancy: Tenancy
 ) -> Callable[[dict[str, Any], Request], Any]:
@@ -213,6 +236,7 @@ def _request_guard(
         configurable = dict(config.get("configurable") or {})
         _check_counts(configurable, "configurable", settings)
         client_filter = configurable.get("filter")
+        _check_filter_depth(client_filter, settings.max_filter_depth)
         # Before the run starts, so /stream answers 422 instead of breaking off its stream.
         index.check_filter(client_filter)
         if tenant is not None:
@@ -268,6 +292,7 @@ def create_app(source: Source, settings: ServerSettings | None = None) -> FastAP
     )
     app.add_exception_handler(ValueError, _refused)
     app.add_exception_handler(TypeError, _refused)
+    app.add_exception_handler(InvalidArgumentError, _refused)  # what Chroma itself refuses
     app.add_middleware(_BodyLimit, max_bytes=settings.max_body_bytes)
     add_routes(
         app,

@@ -43,6 +43,8 @@ class ServerSettings(BaseModel):
     """Largest ``parent_top_k``: each opened parent costs a read of all its children."""
     max_query_chars: int = Field(default=2000, ge=1)
     """Longest query, in characters: a query is embedded and tokenized for BM25 in full."""
+    max_filter_depth: int = Field(default=8, ge=1)
+    """Deepest nesting of ``$and``/``$or`` in a client's filter (Chroma refuses deep ones)."""
     max_batch: int = Field(default=32, ge=1)
     """Most queries in one ``/batch`` request."""
     max_body_bytes: int = Field(default=65536, ge=1)

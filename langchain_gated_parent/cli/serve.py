@@ -50,6 +50,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
             max_k=args.max_k,
             max_parent_top_k=args.max_parent_top_k,
             max_query_chars=args.max_query_chars,
+            max_filter_depth=args.max_filter_depth,
             max_batch=args.max_batch,
             max_body_bytes=args.max_body_bytes,
             tenant_key=args.tenant_key,
@@ -100,6 +101,7 @@ def add(commands: Subparsers) -> None:
         ("--max-k", "max_k", "largest k a request may ask for"),
         ("--max-parent-top-k", "max_parent_top_k", "largest parent_top_k"),
         ("--max-query-chars", "max_query_chars", "longest query, in characters"),
+        ("--max-filter-depth", "max_filter_depth", "deepest $and/$or nesting in a filter"),
         ("--max-batch", "max_batch", "most queries in one /batch request"),
         ("--max-body-bytes", "max_body_bytes", "largest request body, in bytes"),
     ):

@@ -36,6 +36,14 @@ def body(**configurable: Any) -> dict[str, Any]:
     return {"input": QUERY, "config": {"configurable": configurable}}
 
 
+def nested(depth: int) -> dict[str, Any]:
+    """``{"$and": [{"$and": [...]}, ...]}`` nested ``depth`` levels deep."""
+    where: dict[str, Any] = {"doc_id": "P-GAPDH-01"}
+    for _ in range(depth):
+        where = {"$and": [where, {"doc_id": {"$ne": "x"}}]}
+    return where
+
+
 OVER_THE_BOUNDS = [
     pytest.param("invoke", body(k=6), 422, ["max_k", "5", "configurable.k = 6"], id="config-k"),
     pytest.param(
@@ -71,6 +79,16 @@ OVER_THE_BOUNDS = [
         422,
         ["max_query_chars", "300"],
         id="query-length-in-batch",
+    ),
+    pytest.param(
+        "invoke",
+        body(filter=nested(9)),
+        422,
+        ["max_filter_depth is 8", "more than 8 levels"],
+        id="filter-depth",
+    ),
+    pytest.param(
+        "stream", body(filter=nested(100)), 422, ["max_filter_depth"], id="stream-filter-depth"
     ),
     pytest.param("stream", body(k=6), 422, ["max_k", "configurable.k = 6"], id="stream-k"),
     pytest.param(
@@ -130,6 +148,9 @@ def test_a_chunked_body_over_the_limit_is_a_413(client: httpx.Client) -> None:
 
 
 def test_requests_at_the_bounds_are_answered(client: httpx.Client) -> None:
+    at_depth = client.post(f"{RETRIEVER_PATH}/invoke", json=body(filter=nested(8)))
+    assert at_depth.status_code == 200, at_depth.text
+    assert {d["metadata"]["doc_id"] for d in at_depth.json()["output"]} == {"P-GAPDH-01"}
     response = client.post(
         f"{RETRIEVER_PATH}/invoke",
         json={"input": "q" * 190 + " RNA", "config": {"configurable": {"k": 5, "parent_top_k": 4}}},
@@ -158,4 +179,17 @@ def test_the_default_bounds_protect_a_server(index_dir: Path, embeddings: MiniLM
             f"{RETRIEVER_PATH}/batch", json={"inputs": [QUERY] * (defaults.max_batch + 1)}
         )
         assert big_batch.status_code == 413
+        assert http.post(f"{RETRIEVER_PATH}/invoke", json={"input": QUERY}).status_code == 200
+
+
+def test_a_filter_chroma_refuses_is_a_422_not_a_500(
+    index_dir: Path, embeddings: MiniLMEmbeddings
+) -> None:
+    """With the depth bound raised past what Chroma accepts, Chroma's refusal is still a 4xx."""
+    index = GatedParentIndex(embeddings, directory=index_dir)
+    app = create_app(index.as_retriever(), ServerSettings(max_filter_depth=1000))
+    with running_server(app) as url, httpx.Client(base_url=url, timeout=60) as http:
+        deep = http.post(f"{RETRIEVER_PATH}/invoke", json=body(filter=nested(150)))
+        assert deep.status_code == 422, deep.text
+        assert "where" in deep.json()["detail"]
         assert http.post(f"{RETRIEVER_PATH}/invoke", json={"input": QUERY}).status_code == 200
