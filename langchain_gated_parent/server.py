@@ -64,6 +64,7 @@ from langchain_gated_parent.tenancy import AccessDeniedError, Tenancy, load_api_
 try:
     import uvicorn
     from fastapi import FastAPI, HTTPException, Request
+    from fastapi.concurrency import run_in_threadpool
     from fastapi.responses import JSONResponse
     from langserve import add_routes
     from sse_starlette.sse import AppStatus
@@ -90,6 +91,8 @@ APP_FACTORY = "langchain_gated_parent.server:app_from_environment"
 """Import string of the app factory each worker process calls (``uvicorn --factory``)."""
 _START_TIMEOUT = 30.0
 _STOP_TIMEOUT = 10.0
+_STREAMING = ("/stream", "/stream_log", "/stream_events")
+"""Endpoints that answer before the run ends, so a filter must be known good beforehand."""
 _BOUNDED_COUNTS = {"k": "max_k", "parent_top_k": "max_parent_top_k"}
 """Per-request settings whose cost grows with their value, and the setting bounding each."""
 
@@ -206,6 +209,19 @@ def _check_filter_depth(where: Any, limit: int) -> None:
                 pending.extend((item, depth + 1) for item in value)
 
 
+def _chroma_accepts(index: GatedParentIndex, where: dict[str, Any]) -> None:
+    """Let Chroma parse the filter, with a one-row read, before a stream starts.
+
+    Some values pass the Python-side check (``{"$in": [null]}``, ``{"$eq": [1]}``) and are
+    refused only by Chroma itself, which a started stream could only break off on.
+    """
+    try:
+        index.parents.get(where=where, limit=1, include=[])
+    except InvalidArgumentError as error:
+        detail = f"the filter {where!r} is not one Chroma accepts: {error}"
+        raise HTTPException(422, detail) from error
+
+
 def _request_guard(
     index: GatedParentIndex, settings: ServerSettings, tenancy: Tenancy
 ) -> Callable[[dict[str, Any], Request], Any]:
@@ -239,8 +255,11 @@ def _request_guard(
         _check_filter_depth(client_filter, settings.max_filter_depth)
         # Before the run starts, so /stream answers 422 instead of breaking off its stream.
         index.check_filter(client_filter)
+        where = tenancy.scope(tenant, client_filter)
+        if where and request.url.path.endswith(_STREAMING):
+            await run_in_threadpool(_chroma_accepts, index, where)
         if tenant is not None:
-            configurable["filter"] = tenancy.scope(tenant, client_filter)
+            configurable["filter"] = where
             return {**config, "configurable": configurable}
         return config
 

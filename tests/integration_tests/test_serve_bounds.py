@@ -193,3 +193,22 @@ def test_a_filter_chroma_refuses_is_a_422_not_a_500(
         assert deep.status_code == 422, deep.text
         assert "where" in deep.json()["detail"]
         assert http.post(f"{RETRIEVER_PATH}/invoke", json={"input": QUERY}).status_code == 200
+
+
+@pytest.mark.parametrize("endpoint", ["invoke", "stream", "stream_events"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"doc_id": {"$eq": [1]}},
+        {"doc_id": {"$in": [None]}},
+        {"doc_id": {"$gt": True}},
+        {"doc_id": {"$in": [[1]]}},
+    ],
+)
+def test_values_only_chroma_refuses_are_a_422_before_any_stream(
+    client: httpx.Client, endpoint: str, where: dict[str, Any]
+) -> None:
+    response = client.post(f"{RETRIEVER_PATH}/{endpoint}", json=body(filter=where))
+    assert response.status_code == 422, response.text
+    assert "where" in response.json()["detail"].lower()
+    assert_still_serving(client)
