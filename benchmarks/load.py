@@ -8,9 +8,9 @@ Usage:
 Indexes the first 20 QASPER papers (or opens ``--index``), then for each worker count starts
 ``gated-parent serve --workers N`` on a free 127.0.0.1 port as a separate process and measures:
 
-* one client, interleaved: each question asked in this process (``retriever.invoke`` on the
-  same index, with the workers' embedding thread count) and over HTTP in turn, so both see
-  the same machine load; p50 of each;
+* one client, interleaved: each question asked in this process (``retriever.invoke`` and
+  ``retriever.ainvoke`` on the same index, with the server's embedding thread count) and over
+  HTTP in turn, so all three see the same machine load; p50 of each;
 * ``C`` concurrent clients (asyncio, one keep-alive connection each) for ``--seconds``:
   requests, errors, throughput, p50 and p95 of the request latency.
 
@@ -149,26 +149,38 @@ def server(index: Path, workers: int) -> Iterator[str]:
             process.wait()
 
 
+PATHS = ("invoke", "ainvoke", "http")
+"""One client's three ways to a result: in process (sync, async) and over HTTP."""
+
+
 def interleaved(
     url: str, retriever: GatedParentRetriever, questions: list[str]
-) -> tuple[list[float], list[float]]:
-    """One client: each question in process then over HTTP (order alternating); ms each."""
-    local: list[float] = []
-    remote: list[float] = []
+) -> dict[str, list[float]]:
+    """One client: each question through every path in turn (order rotating); ms each."""
+    timings: dict[str, list[float]] = {path: [] for path in PATHS}
+    loop = asyncio.new_event_loop()
     with httpx.Client(base_url=url, timeout=60) as client:
-        for question in questions[:WARMUP]:
-            retriever.invoke(question)
-            client.post(INVOKE, json={"input": question}).raise_for_status()
-        for n, question in enumerate(questions):
-            for where in ("local", "http") if n % 2 == 0 else ("http", "local"):
-                started = time.perf_counter()
-                if where == "local":
-                    retriever.invoke(question)
-                else:
-                    client.post(INVOKE, json={"input": question}).raise_for_status()
-                elapsed = 1000 * (time.perf_counter() - started)
-                (local if where == "local" else remote).append(elapsed)
-    return local, remote
+
+        def ask(path: str, question: str) -> None:
+            if path == "invoke":
+                retriever.invoke(question)
+            elif path == "ainvoke":
+                loop.run_until_complete(retriever.ainvoke(question))
+            else:
+                client.post(INVOKE, json={"input": question}).raise_for_status()
+
+        try:
+            for question in questions[:WARMUP]:
+                for path in PATHS:
+                    ask(path, question)
+            for n, question in enumerate(questions):
+                for path in PATHS[n % len(PATHS) :] + PATHS[: n % len(PATHS)]:
+                    started = time.perf_counter()
+                    ask(path, question)
+                    timings[path].append(1000 * (time.perf_counter() - started))
+        finally:
+            loop.close()
+    return timings
 
 
 async def _load(url: str, questions: list[str], clients: int, seconds: float) -> Level:
@@ -212,7 +224,7 @@ def load(url: str, questions: list[str], clients: int, seconds: float, workers: 
 
 
 def _print_report(
-    levels: list[Level], single: dict[int, tuple[float, float]], loads: tuple[Any, Any]
+    levels: list[Level], single: dict[int, dict[str, float]], loads: tuple[Any, Any]
 ) -> None:
     print("| workers | clients | requests | errors | req/s | p50 ms | p95 ms | load avg |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -223,10 +235,17 @@ def _print_report(
             f"{level.load_average:.1f} |"
         )
     print()
-    print("| workers | in-process p50 ms | HTTP p50 ms (one client, interleaved) | difference |")
-    print("|---:|---:|---:|---:|")
-    for workers, (local, remote) in single.items():
-        print(f"| {workers} | {local:.1f} | {remote:.1f} | {remote - local:+.1f} ms |")
+    print(
+        "| workers | in-process invoke p50 ms | in-process ainvoke p50 ms | HTTP p50 ms | "
+        "HTTP - faster in-process |"
+    )
+    print("|---:|---:|---:|---:|---:|")
+    for workers, p50 in single.items():
+        best = min(p50["invoke"], p50["ainvoke"])
+        print(
+            f"| {workers} | {p50['invoke']:.1f} | {p50['ainvoke']:.1f} | {p50['http']:.1f} | "
+            f"{p50['http'] - best:+.1f} ms |"
+        )
     print()
     by = {(level.workers, level.clients): level for level in levels}
     for workers in single:
@@ -266,11 +285,11 @@ def main() -> None:
         retriever = GatedParentIndex(embeddings, directory=directory).as_retriever()
         before = os.getloadavg()
         levels: list[Level] = []
-        single: dict[int, tuple[float, float]] = {}
+        single: dict[int, dict[str, float]] = {}
         for workers in args.workers:
             with server(directory, workers) as url:
-                local, remote = interleaved(url, retriever, questions * args.rounds)
-                single[workers] = (statistics.median(local), statistics.median(remote))
+                timings = interleaved(url, retriever, questions * args.rounds)
+                single[workers] = {path: statistics.median(t) for path, t in timings.items()}
                 levels.extend(
                     load(url, questions, clients, args.seconds, workers) for clients in args.clients
                 )
