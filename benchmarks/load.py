@@ -5,12 +5,13 @@ Usage:
 
         python -m benchmarks.load --data ../shared/data/qasper/dev.jsonl
 
-Indexes the first 20 QASPER papers (or opens ``--index``), then for each worker count starts
-``gated-parent serve --workers N`` on a free 127.0.0.1 port as a separate process and measures:
+Indexes the first 20 QASPER papers (or opens ``--index``), then starts, for each worker count,
+``gated-parent serve --workers N`` on a free 127.0.0.1 port as a separate process (all of them
+for the whole run; their measurements alternate) and measures:
 
 * one client, interleaved: each question asked in this process (``retriever.invoke`` and
-  ``retriever.ainvoke`` on the same index, with the server's embedding thread count) and over
-  HTTP in turn, so all three see the same machine load; p50 of each;
+  ``retriever.ainvoke`` on the same index, with the server's embedding thread count) and of
+  every server in turn, so all see the same machine load; p50 of each;
 * ``C`` concurrent clients (asyncio, one keep-alive connection each) for ``--seconds``:
   requests, errors, throughput, p50 and p95 of the request latency.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import os
 import socket
@@ -31,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,7 +112,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@contextmanager
+@contextlib.contextmanager
 def server(index: Path, workers: int) -> Iterator[str]:
     """``gated-parent serve --workers N`` in its own process group, until the block ends."""
     port = _free_port()
@@ -149,17 +150,22 @@ def server(index: Path, workers: int) -> Iterator[str]:
             process.wait()
 
 
-PATHS = ("invoke", "ainvoke", "http")
-"""One client's three ways to a result: in process (sync, async) and over HTTP."""
-
-
 def interleaved(
-    url: str, retriever: GatedParentRetriever, questions: list[str]
+    urls: dict[int, str], retriever: GatedParentRetriever, questions: list[str]
 ) -> dict[str, list[float]]:
-    """One client: each question through every path in turn (order rotating); ms each."""
-    timings: dict[str, list[float]] = {path: [] for path in PATHS}
+    """One client: each question in process (sync, async) and to every server in turn.
+
+    The order rotates from question to question; returns ms per path (``invoke``,
+    ``ainvoke``, ``http-<workers>``).
+    """
+    paths = ["invoke", "ainvoke", *(f"http-{workers}" for workers in urls)]
+    timings: dict[str, list[float]] = {path: [] for path in paths}
     loop = asyncio.new_event_loop()
-    with httpx.Client(base_url=url, timeout=60) as client:
+    with contextlib.ExitStack() as stack:
+        clients = {
+            f"http-{workers}": stack.enter_context(httpx.Client(base_url=url, timeout=60))
+            for workers, url in urls.items()
+        }
 
         def ask(path: str, question: str) -> None:
             if path == "invoke":
@@ -167,14 +173,14 @@ def interleaved(
             elif path == "ainvoke":
                 loop.run_until_complete(retriever.ainvoke(question))
             else:
-                client.post(INVOKE, json={"input": question}).raise_for_status()
+                clients[path].post(INVOKE, json={"input": question}).raise_for_status()
 
         try:
             for question in questions[:WARMUP]:
-                for path in PATHS:
+                for path in paths:
                     ask(path, question)
             for n, question in enumerate(questions):
-                for path in PATHS[n % len(PATHS) :] + PATHS[: n % len(PATHS)]:
+                for path in paths[n % len(paths) :] + paths[: n % len(paths)]:
                     started = time.perf_counter()
                     ask(path, question)
                     timings[path].append(1000 * (time.perf_counter() - started))
@@ -283,17 +289,24 @@ def main() -> None:
         # the server's embedding threads (ServerSettings.embedding_threads), for a fair baseline
         embeddings = MiniLMEmbeddings(intra_op_num_threads=ServerSettings().embedding_threads)
         retriever = GatedParentIndex(embeddings, directory=directory).as_retriever()
-        before = os.getloadavg()
-        levels: list[Level] = []
-        single: dict[int, dict[str, float]] = {}
-        for workers in args.workers:
-            with server(directory, workers) as url:
-                timings = interleaved(url, retriever, questions * args.rounds)
-                single[workers] = {path: statistics.median(t) for path, t in timings.items()}
-                levels.extend(
-                    load(url, questions, clients, args.seconds, workers) for clients in args.clients
-                )
-        _print_report(levels, single, (before, os.getloadavg()))
+        with contextlib.ExitStack() as stack:
+            # every server runs for the whole run, and their levels alternate, so a change in
+            # the machine's load lands on all of them rather than on the last one measured
+            urls = {w: stack.enter_context(server(directory, w)) for w in args.workers}
+            before = os.getloadavg()
+            timings = interleaved(urls, retriever, questions * args.rounds)
+            p50 = {path: statistics.median(values) for path, values in timings.items()}
+            single = {
+                w: {"invoke": p50["invoke"], "ainvoke": p50["ainvoke"], "http": p50[f"http-{w}"]}
+                for w in args.workers
+            }
+            levels: list[Level] = []
+            for n, clients in enumerate(args.clients):
+                order = args.workers if n % 2 == 0 else args.workers[::-1]
+                levels.extend(load(urls[w], questions, clients, args.seconds, w) for w in order)
+            after = os.getloadavg()
+        levels.sort(key=lambda level: (level.workers, level.clients))
+        _print_report(levels, single, (before, after))
 
 
 if __name__ == "__main__":
