@@ -59,7 +59,7 @@ def demo_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_every_script_is_tested_and_listed() -> None:
     scripts = {path.name for path in COOKBOOK.glob("*.py")}
-    assert scripts == set(EXPECTED) | {"tune_alpha.py"}
+    assert scripts == set(EXPECTED) | {"tune_alpha.py", "serve_tenants.py"}
     readme = (COOKBOOK / "README.md").read_text()
     assert all(f"`{name}`" in readme for name in scripts)
 
@@ -78,3 +78,16 @@ def test_tune_alpha_writes_a_heatmap(tmp_path: Path) -> None:
     printed = run("tune_alpha.py", "--papers", "2", "--out", str(out))
     assert "best: alpha" in printed
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_serve_tenants_keeps_tenants_apart() -> None:
+    """Run on its own tenant-tagged index (not the shared demo index, which it would change)."""
+    printed = run("serve_tenants.py")
+    assert "documents of other tenants returned: 0" in printed
+    assert "no key: 401" in printed
+    assert "wrong key: 403" in printed
+    assert "k 500: 422 configurable.k = 500 is above this server's max_k (10)" in printed
+    assert (
+        "speech-lab asks 'Which dataset do they use?': documents 2002.01320, 2002.01664" in printed
+    )

@@ -264,3 +264,30 @@ def test_attribution_lists_every_qasper_paper():
         if document.metadata[keys.FORMAT] == "markdown":
             assert f"| {document.metadata[keys.DOC_ID]} |" in attribution
             assert document.metadata[keys.TITLE] in attribution
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        (["--workers", "0"], "--workers"),
+        (["--max-k", "-3"], "--max-k"),
+        (["--tenant-key", "tenant"], "api_keys_file"),
+        (["--tenant-header", "X-Tenant"], "tenant_key"),
+        (["--api-keys", "no-such-keys.json"], "no-such-keys.json"),
+    ],
+)
+def test_serve_refuses_bad_settings_before_opening_the_index(capsys, tmp_path, options, fragment):
+    folder = tmp_path / "no-index"
+    status, out, err = run(capsys, "serve", "--index", folder, *options)
+    assert status == common.EXIT_USAGE
+    assert out == ""
+    assert_error_line(err, fragment)
+    assert not folder.exists()
+
+
+def test_serve_options_parse():
+    args = cli.build_parser().parse_args(
+        ["serve", "--index", "i", "--workers", "2", "--max-k", "9", "--api-keys", "k.json"]
+    )
+    assert (args.workers, args.max_k, str(args.api_keys)) == (2, 9, "k.json")
+    assert args.max_batch == 32
