@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.collection_configuration import CreateCollectionConfiguration
     from chromadb.api.models.Collection import Collection
+    from langchain_core.embeddings import Embeddings
     from numpy.typing import NDArray
 
 logger = logging.getLogger(__name__)
@@ -98,6 +101,67 @@ def read_racing(read: Callable[[], _T]) -> _T:
     raise ConcurrentWriteError(msg) from last
 
 
+SPACE = "cosine"
+"""The distance both collections use: scores are cosine similarities (see ``scoring``)."""
+
+
+@dataclass(frozen=True)
+class ChromaSource:
+    """What the index takes from the ``client`` it is given."""
+
+    client: ClientAPI
+    collection: str | None = None
+    """A ``langchain_chroma.Chroma``'s collection name: the prefix of the index's collections."""
+    metadata: Mapping[str, Any] | None = None
+    """That collection's metadata, given to the index's collections too."""
+    configuration: Mapping[str, Any] | None = None
+    """That collection's configuration (HNSW settings), given to the index's collections too."""
+    embeddings: Embeddings | None = None
+    """That vector store's embeddings, used when the index is given none."""
+
+
+def chroma_source(client: object) -> ChromaSource:
+    """A chromadb client, or a ``langchain_chroma.Chroma``'s client and collection settings.
+
+    Raises:
+        TypeError: ``client`` is neither.
+        ValueError: the Chroma's collection asks for another distance than cosine.
+    """
+    from chromadb.api import ClientAPI  # noqa: PLC0415 (chromadb loads with the index)
+
+    if isinstance(client, ClientAPI):
+        return ChromaSource(client)
+    langchain_chroma = sys.modules.get("langchain_chroma")  # a Chroma given: already imported
+    if langchain_chroma is not None and isinstance(client, langchain_chroma.Chroma):
+        metadata = dict(client._collection_metadata or {})  # noqa: SLF001 (no public accessor)
+        configuration = dict(client._collection_configuration or {})  # noqa: SLF001
+        spaces = {
+            metadata.pop("hnsw:space", SPACE),
+            dict(configuration.get("hnsw") or {}).get("space", SPACE),
+        }
+        if spaces != {SPACE}:
+            msg = (
+                f"the Chroma's collection {client._collection_name!r} uses the "  # noqa: SLF001
+                f"{' / '.join(sorted(spaces - {SPACE}))} distance, and the gated index scores by "
+                f"cosine similarity; create the Chroma without a space, or with "
+                f"collection_configuration={{'hnsw': {{'space': 'cosine'}}}}"
+            )
+            raise ValueError(msg)
+        return ChromaSource(
+            client._client,  # noqa: SLF001 (langchain_chroma keeps its client there)
+            client._collection_name,  # noqa: SLF001
+            metadata or None,
+            configuration or None,
+            client.embeddings,
+        )
+    msg = (
+        f"client must be a chromadb client (chromadb.PersistentClient(path), "
+        f"chromadb.HttpClient(host, port), chromadb.EphemeralClient()) or a "
+        f"langchain_chroma.Chroma, got {type(client).__module__}.{type(client).__qualname__}"
+    )
+    raise TypeError(msg)
+
+
 def is_durable(client: ClientAPI) -> str | None:
     """``"persistent"`` or ``"remote"`` for a client whose vectors outlive the process."""
     settings = client.get_settings()
@@ -131,26 +195,35 @@ class ChromaVectors:
     """The parent and child vector collections of one index, named ``{name}-parents/children``.
 
     Args:
-        client: the chromadb client holding the collections.
+        source: the chromadb client holding the collections, and their settings.
         name: the index's name, the prefix of its two collections.
         folder: the local folder of a ``PersistentClient`` this object opened itself; only
             such a view is reopened by :meth:`reopen` (a client given by the caller is theirs).
     """
 
-    def __init__(self, client: ClientAPI, name: str, *, folder: Path | None = None) -> None:
+    def __init__(self, source: ChromaSource, name: str, *, folder: Path | None = None) -> None:
         """Open (or create) the two collections."""
-        self.client = client
+        self.client = source.client
         self.name = name
         self.folder = folder
+        configuration = dict(source.configuration or {})
+        hnsw = {**dict(configuration.get("hnsw") or {}), "space": SPACE}
+        self._configuration = cast("CreateCollectionConfiguration", {**configuration, "hnsw": hnsw})
+        self._metadata = dict(source.metadata) if source.metadata else None
         self._open_collections()
 
     def _open_collections(self) -> None:
-        space: CreateCollectionConfiguration = {"hnsw": {"space": "cosine"}}
         self.parents: Collection = self.client.get_or_create_collection(
-            f"{self.name}-parents", configuration=space, embedding_function=None
+            f"{self.name}-parents",
+            configuration=self._configuration,
+            metadata=self._metadata,
+            embedding_function=None,
         )
         self.children: Collection = self.client.get_or_create_collection(
-            f"{self.name}-children", configuration=space, embedding_function=None
+            f"{self.name}-children",
+            configuration=self._configuration,
+            metadata=self._metadata,
+            embedding_function=None,
         )
 
     def reopen(self) -> None:
