@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -939,9 +940,9 @@ def _prepare_directory(directory: Path) -> None:
     """Create the index folder, or say why it cannot be used."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        probe = directory / ".write-probe"
-        probe.write_text("ok")
-        probe.unlink()
+        # A file of its own: processes opening the folder at once must not remove each other's.
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-probe-"):
+            pass
     except OSError as error:
         msg = (
             f"cannot use index directory {str(directory)!r}: {error.strerror or error}; "
