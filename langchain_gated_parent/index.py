@@ -19,25 +19,49 @@ is unfinished, and see what writers commit through the journal's version stamp
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
+import tempfile
 import threading
 import time
-import warnings
-from collections import Counter
-from collections.abc import Sequence
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import copy_context
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-from langchain_core.documents import Document
+from langchain_core.runnables.config import run_in_executor
 
 from langchain_gated_parent import keys
-from langchain_gated_parent.pages import PAGES_RECORD, merge_pages
+from langchain_gated_parent.pages import PAGES_RECORD, MergedPages, merge_pages
+from langchain_gated_parent.prepare import (
+    Item,
+    Prepared,
+    attach,
+    content_hash,
+    document_metadata,
+    lay_out,
+    normalized,
+    own_metadata,
+    refuse_duplicates,
+    refuse_empty,
+    refuse_non_documents,
+    user_metadata,
+    write_batches,
+)
 from langchain_gated_parent.records import ChildRows, ParentHits
+from langchain_gated_parent.settings import (
+    DEFAULT_PARENT_REPRESENTATION,
+    SPLITTERS,
+    ParentRepresentation,
+    check_parent_representation,
+    differences,
+    index_settings,
+    model_name_of,
+    recorded,
+)
 from langchain_gated_parent.splitters import (
     ParagraphSplitter,
     SectionSplitter,
@@ -45,34 +69,43 @@ from langchain_gated_parent.splitters import (
     split_document,
 )
 from langchain_gated_parent.stores import journal as journals
+from langchain_gated_parent.stores.chroma import (
+    ChromaSource,
+    ChromaVectors,
+    chroma_source,
+    filter_keys,
+    is_durable,
+    validate_filter,
+)
+from langchain_gated_parent.stores.docstore import memory_docstore, sqlite_docstore
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
 from langchain_gated_parent.structure import warn_flat_structure
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+    from concurrent.futures import Executor
 
     from chromadb.api import ClientAPI
-    from chromadb.api.collection_configuration import CreateCollectionConfiguration
     from chromadb.api.models.Collection import Collection
+    from langchain_chroma import Chroma
+    from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.stores import BaseStore
     from numpy.typing import NDArray
 
     from langchain_gated_parent.retriever import GatedParentRetriever
+    from langchain_gated_parent.splitters import ParentChildSplit
     from langchain_gated_parent.stores.journal import Journal, Placement
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-READ_ATTEMPTS = 7
-"""Attempts of a Chroma read that races a delete (see ``_read_racing``): about 1.3 s in all."""
+
 QUIET_READ_ATTEMPTS = 4
 """Reads of a gate's children that a write overlapped before only finished documents are kept."""
 
-ParentRepresentation = Literal["centroid", "text"]
-PARENT_REPRESENTATIONS: tuple[str, ...] = ("centroid", "text")
-DEFAULT_PARENT_REPRESENTATION: ParentRepresentation = "centroid"
-
+DEFAULT_NAME = "gated-parent"
+"""The index's name when neither ``name`` nor a ``langchain_chroma.Chroma`` gives one."""
 CHROMA_FOLDER = "chroma"
 DOCSTORE_FILE = "docstore.sqlite"
 OPEN_LOCK_FILE = "open.lock"
@@ -81,22 +114,6 @@ FORMAT_VERSION = 3
 and config and manifests live in a journal of their own, not in the docstore. 2: children are
 stored without their text (cut from the parent's). An index of format 1 or 2 is refused: its
 stored keys are the old, unprefixed ones."""
-_RESERVED = frozenset(
-    {
-        keys.DOC_ID,
-        keys.PARENT_ID,
-        keys.CHUNK_ID,
-        keys.SECTION_ID,
-        keys.SECTION_PATH,
-        keys.LEVEL,
-        keys.START_INDEX,
-        keys.END_INDEX,
-        keys.TOKENS,
-        keys.FORMAT,
-        keys.CHILD_COUNT,
-        keys.HEADINGS,
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -131,115 +148,6 @@ def _default_embeddings() -> Embeddings:
     return MiniLMEmbeddings()
 
 
-def model_name_of(embeddings: Embeddings) -> str:
-    """A stable name for an embeddings object, recorded in the index to refuse a mismatch."""
-    for attr in ("model_name", "model"):
-        value = getattr(embeddings, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(embeddings).__name__
-
-
-def sqlite_docstore(path: Path, namespace: str = "parents") -> BaseStore[str, Document]:
-    """A persistent docstore: LangChain's ``SQLStore`` on SQLite, holding Documents."""
-    return sql_docstore(f"sqlite:///{path}", namespace)
-
-
-def sql_docstore(url: str, namespace: str = "parents") -> BaseStore[str, Document]:
-    """A Document store on any SQLAlchemy URL (``sqlite:///…``, ``postgresql+psycopg://…``)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from langchain_classic.storage import create_kv_docstore  # noqa: PLC0415
-        from langchain_community.storage import SQLStore  # noqa: PLC0415
-
-    store = SQLStore(namespace=namespace, db_url=url)
-    journals.create_table(store)
-    return create_kv_docstore(store)
-
-
-_NOT_IN_CHROMA = frozenset(
-    {keys.CHUNK_ID, keys.PARENT_ID, keys.SECTION_ID, keys.TOKENS, keys.FORMAT}
-)
-"""Kept out of vector metadata: the record's own id and what no query needs (each key costs a
-row and an index entry per vector). A child's ``parent_id`` goes back in: the gate filters on
-it. The docstore keeps every parent's full metadata."""
-
-
-def _to_chroma(
-    metadata: dict[str, Any], *, parent_id: str | None = None
-) -> dict[str, str | int | float | bool]:
-    """Vector metadata: scalars only (lists become JSON, ``None`` is dropped), ids left out."""
-    out: dict[str, str | int | float | bool] = {}
-    if parent_id is not None:
-        out[keys.PARENT_ID] = parent_id
-    for key, value in metadata.items():
-        if value is None or key in _NOT_IN_CHROMA:
-            continue
-        if isinstance(value, (str, int, float, bool)):
-            out[key] = value
-        else:
-            out[key] = json.dumps(value, ensure_ascii=False)
-    return out
-
-
-def from_chroma(metadata: Mapping[str, Any] | None, **ids: str) -> dict[str, Any]:
-    """Undo :func:`_to_chroma`: the section path back to a list, the record's id back in."""
-    out = {**(metadata or {}), **ids}
-    path = out.get(keys.SECTION_PATH)
-    if isinstance(path, str):
-        out[keys.SECTION_PATH] = json.loads(path)
-    return out
-
-
-def _user_metadata(document: Document) -> dict[str, Any]:
-    """Document-level metadata copied onto parents and children so filters match both."""
-    return {
-        k: v
-        for k, v in document.metadata.items()
-        if k not in _RESERVED and isinstance(v, (str, int, float, bool))
-    }
-
-
-def _content_hash(document: Document) -> str:
-    payload = json.dumps(
-        [document.page_content, sorted(_user_metadata(document).items())], ensure_ascii=False
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def _normalize_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-
-
-def heading_context(metadata: dict[str, Any], text: str) -> str:
-    """The text a parent is embedded as (``"text"`` representation): heading path, then text.
-
-    Children are embedded as their own text only: on QASPER, prefixing the heading path to
-    each paragraph lowered paragraph nDCG@10 (the shared prefix pulls a section's paragraphs
-    together and blurs the one that answers). The section signal enters through the parent
-    score instead.
-    """
-    path = metadata.get(keys.SECTION_PATH) or []
-    title = metadata.get(keys.TITLE)
-    head = " > ".join([*([title] if title else []), *path])
-    return f"{head}\n\n{text}" if head else text
-
-
-@dataclass
-class _Prepared:
-    """A document split and embedded, ready to write."""
-
-    doc_id: str
-    digest: str
-    parents: list[Document]
-    children: list[Document]
-    child_vectors: NDArray[np.float32]
-    parent_vectors: NDArray[np.float32]
-    pages: dict[str, str] | None = None
-    """The page texts of a document merged from pages, kept in its manifest."""
-
-
 class GatedParentIndex:
     r"""Parents in a docstore, parent and child vectors in Chroma, kept consistent.
 
@@ -251,7 +159,11 @@ class GatedParentIndex:
     Key init args:
         embeddings: any LangChain ``Embeddings``; default: the bundled offline MiniLM.
         directory: a folder for a persistent index (Chroma + SQLite docstore inside).
-        client: a chromadb client (``EphemeralClient``, ``HttpClient``...) instead of a folder.
+        client: a chromadb client (``EphemeralClient``, ``HttpClient``...) or a
+            ``langchain_chroma.Chroma`` (its client, and its collection's name, metadata,
+            configuration and embeddings), instead of a folder. Anything else is refused.
+        name: prefix of the index's two collections (default: the Chroma's collection name,
+            else ``"gated-parent"``).
         docstore: any ``BaseStore[str, Document]`` for parents (default SQLite in the folder,
             or in memory with an ``EphemeralClient``). A persistent or remote ``client`` needs
             a persistent docstore: a ``directory`` or :func:`sql_docstore`.
@@ -283,27 +195,22 @@ class GatedParentIndex:
         embeddings: Embeddings | None = None,
         *,
         directory: str | Path | None = None,
-        client: ClientAPI | None = None,
+        client: ClientAPI | Chroma | None = None,
         docstore: BaseStore[str, Document] | None = None,
-        name: str = "gated-parent",
+        name: str | None = None,
         parent_representation: ParentRepresentation | None = None,
         parent_splitter: SectionSplitter | None = None,
         child_splitter: ParagraphSplitter | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         """Open (or create) an index; see the class docstring for the arguments."""
-        if (
-            parent_representation is not None
-            and parent_representation not in PARENT_REPRESENTATIONS
-        ):
-            msg = (
-                f"parent_representation must be one of {', '.join(PARENT_REPRESENTATIONS)}, "
-                f"got {parent_representation!r}"
-            )
-            raise ValueError(msg)
+        check_parent_representation(parent_representation)
+        source = chroma_source(client) if client is not None else None
         self.directory = Path(directory) if directory is not None else None
+        if embeddings is None and source is not None:
+            embeddings = source.embeddings
         self.embeddings = embeddings if embeddings is not None else _default_embeddings()
-        self.name = name
+        self.name = name or (source and source.collection) or DEFAULT_NAME
         self.lock_timeout = lock_timeout
         self.parent_splitter = parent_splitter or SectionSplitter()
         self.child_splitter = child_splitter or ParagraphSplitter()
@@ -315,38 +222,42 @@ class GatedParentIndex:
             "parent_representation": parent_representation is not None,
         }
         if self.directory is None:
-            self._open_stores(client, docstore, parent_representation)
+            self._open_stores(source, docstore, parent_representation)
         else:
             _prepare_directory(self.directory)
             with opening(self.directory / OPEN_LOCK_FILE, lock_timeout):
-                self._open_stores(client, docstore, parent_representation)
+                self._open_stores(source, docstore, parent_representation)
 
     def _open_stores(
         self,
-        client: ClientAPI | None,
+        source: ChromaSource | None,
         docstore: BaseStore[str, Document] | None,
         parent_representation: str | None,
     ) -> None:
         """Connect the vector client, the docstore and the journal; read the config."""
         import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
 
-        client_given = client is not None
-        if client is None:
-            client = (
+        client_given = source is not None
+        if source is None:
+            source = ChromaSource(
                 chromadb.PersistentClient(path=str(self.directory / CHROMA_FOLDER))
                 if self.directory is not None
                 else chromadb.EphemeralClient()
             )
+        client = source.client
         if docstore is None:
             if self.directory is not None:
                 docstore = sqlite_docstore(self.directory / DOCSTORE_FILE)
             else:
                 _refuse_volatile_docstore(client)
-                from langchain_core.stores import InMemoryStore  # noqa: PLC0415
-
-                docstore = InMemoryStore()
-        self._owns_client = self.directory is not None and not client_given
-        self.client = client
+                docstore = memory_docstore()
+        self.vectors = ChromaVectors(
+            source,
+            self.name,
+            folder=self.directory / CHROMA_FOLDER
+            if self.directory is not None and not client_given
+            else None,
+        )
         self.docstore = docstore
         placement = _place(docstore, self.directory, client, self.name)
         self.journal: Journal = placement.journal
@@ -357,16 +268,21 @@ class GatedParentIndex:
         self._vectors_seen = self._stamp.vectors
         self.config = self._load_or_create_config(parent_representation)
         self.parent_representation: ParentRepresentation = self.config["parent_representation"]
-        self._open_collections()
 
-    def _open_collections(self) -> None:
-        space: CreateCollectionConfiguration = {"hnsw": {"space": "cosine"}}
-        self.parents: Collection = self.client.get_or_create_collection(
-            f"{self.name}-parents", configuration=space, embedding_function=None
-        )
-        self.children: Collection = self.client.get_or_create_collection(
-            f"{self.name}-children", configuration=space, embedding_function=None
-        )
+    @property
+    def client(self) -> ClientAPI:
+        """The chromadb client holding the vectors."""
+        return self.vectors.client
+
+    @property
+    def parents(self) -> Collection:
+        """The Chroma collection of parent vectors."""
+        return self.vectors.parents
+
+    @property
+    def children(self) -> Collection:
+        """The Chroma collection of child vectors."""
+        return self.vectors.children
 
     @staticmethod
     def exists(directory: str | Path) -> bool:
@@ -375,46 +291,49 @@ class GatedParentIndex:
         return (folder / CHROMA_FOLDER).is_dir() and (folder / DOCSTORE_FILE).is_file()
 
     # ------------------------------------------------------------------ configuration
-    def _settings(self, parent_representation: str) -> dict[str, Any]:
-        return {
-            "format_version": FORMAT_VERSION,
-            "embedding_model": model_name_of(self.embeddings),
-            "parent_representation": parent_representation,
-            "parent_splitter": splitter_settings(self.parent_splitter),
-            "child_splitter": splitter_settings(self.child_splitter),
-        }
-
     def _load_or_create_config(self, parent_representation: str | None) -> dict[str, Any]:
         """Refuse to mix embeddings or settings; the settings the index is (to be) built with.
 
         Settings the caller did not pass are taken from the stored record, so reopening an
-        index needs only its directory and embeddings. Nothing is written here: a new index's
-        config is stored by its first write, under the writer lock.
+        index needs only its directory and embeddings. Nothing is written here, and nothing is
+        embedded: a new index's config is stored by its first write, under the writer lock,
+        and its vector dimension is learned from that write's vectors.
         """
-        wanted = self._settings(parent_representation or DEFAULT_PARENT_REPRESENTATION)
+        wanted = {
+            "format_version": FORMAT_VERSION,
+            **index_settings(
+                self.embeddings,
+                parent_representation or DEFAULT_PARENT_REPRESENTATION,
+                self.parent_splitter,
+                self.child_splitter,
+            ),
+        }
         stored = self.journal.config()
         if stored is None:
             legacy = self._legacy_config()
             if legacy is not None:
                 _refuse_old_format(legacy)
         if stored is None:
-            wanted["dimension"] = len(self.embeddings.embed_query("dimension probe"))
-            wanted["metadata_keys"] = []
-            return wanted
-        config: dict[str, Any] = stored
-        _refuse_old_format(config)
+            return {**wanted, "dimension": None, "metadata_keys": []}
+        _refuse_old_format(stored)
+        config = recorded(stored)
         if config["embedding_model"] != wanted["embedding_model"]:
             # Only the refusal pays for a probe: reopening with the right model embeds nothing.
             self._refuse_embeddings(config, len(self.embeddings.embed_query("dimension probe")))
-        for part in ("parent_splitter", "child_splitter", "parent_representation"):
-            if config[part] != wanted[part] and self._explicit[part]:
-                msg = (
-                    f"this index was built with {part}={config[part]!r}, not {wanted[part]!r}; "
-                    "omit the argument to use the index's own settings, or build a new index"
-                )
-                raise ValueError(msg)
-        self.parent_splitter = SectionSplitter(**config["parent_splitter"])
-        self.child_splitter = ParagraphSplitter(**config["child_splitter"])
+        found = [
+            difference
+            for part in (*SPLITTERS, "parent_representation")
+            if self._explicit[part]
+            for difference in differences(config, wanted, part)
+        ]
+        if found:
+            msg = (
+                f"this index was built with other settings: {'; '.join(found)}; omit the "
+                "argument to use the index's own settings, or build a new index"
+            )
+            raise ValueError(msg)
+        self.parent_splitter = SectionSplitter.from_settings(config["parent_splitter"])
+        self.child_splitter = ParagraphSplitter.from_settings(config["child_splitter"])
         return config
 
     def _legacy_config(self) -> dict[str, Any] | None:
@@ -443,171 +362,183 @@ class GatedParentIndex:
         # must never write): the writing thread holds the lock, another thread skips.
         if (
             stamp.seq != self._synced_seq
-            and self._owns_client
+            and self.vectors.folder is not None
             and self._write_lock.acquire(blocking=False)
         ):
             try:
-                self._reopen_local_vectors()
+                self.vectors.reopen()
                 self._synced_seq = stamp.seq
             finally:
                 self._write_lock.release()
 
-    def _reopen_local_vectors(self) -> None:
-        """A fresh client on the index folder's Chroma (a new view of its vector index).
-
-        chromadb shares one client system per folder within a process; dropping it from that
-        cache (a private registry of chromadb 1.x) makes the next client load the folder anew.
-        Objects still using the old system keep working until they are released.
-        """
-        import chromadb  # noqa: PLC0415
-        from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
-
-        assert self.directory is not None  # noqa: S101 (only an index that opened its folder)
-        path = str(self.directory / CHROMA_FOLDER)
-        SharedSystemClient._identifier_to_system.pop(path, None)  # noqa: SLF001
-        self.client = chromadb.PersistentClient(path=path)
-        self._open_collections()
-
     def _refuse_embeddings(self, config: dict[str, Any], dimension: int) -> None:
+        built = f" ({config['dimension']}-d)" if config["dimension"] is not None else ""
         msg = (
-            f"this index was built with embeddings {config['embedding_model']!r} "
-            f"({config['dimension']}-d), not {model_name_of(self.embeddings)!r} ({dimension}-d); "
+            f"this index was built with embeddings {config['embedding_model']!r}{built}, "
+            f"not {model_name_of(self.embeddings)!r} ({dimension}-d); "
             "open it with the same embeddings, or build a new index in another directory"
         )
         raise ValueError(msg)
 
     def check_dimension(self, vector: Sequence[float]) -> None:
-        """Refuse vectors of another length than the index's (same model name, other model)."""
-        if len(vector) != self.config["dimension"]:
+        """Refuse vectors of another length than the index's (same model name, other model).
+
+        An index that has stored nothing yet has no dimension: its first write sets it.
+        """
+        dimension = self.config["dimension"]
+        if dimension is not None and len(vector) != dimension:
             self._refuse_embeddings(self.config, len(vector))
 
     # ------------------------------------------------------------------ writing
     def add_documents(self, documents: Sequence[Document]) -> IndexReport:
         """Split, embed and store documents; a document with a known id replaces the old one.
 
-        Documents that are pages of one source (a ``page`` in their metadata, as
-        ``PyPDFLoader`` sets it) are merged into one document per source, with the pages of it
-        already indexed (see :mod:`~langchain_gated_parent.pages`).
-
         Raises:
             TypeError: ``documents`` is not a sequence of Documents (e.g. one Document).
             ValueError: two documents in the batch share an id, a document's ids belong to
-                another document of the index, a document is empty or whitespace only, or a
-                document cannot be split. Nothing is written in that case.
+                another document of the index, a document is empty or whitespace only, a
+                document cannot be split, or the embeddings' vectors are not of the index's
+                dimension. Nothing is written in that case.
         """
-        _refuse_non_documents(documents)
+        refuse_non_documents(documents)
         parents = children = 0
         with self._writing():
-            # Under the lock: the pages already indexed must not change before this write.
-            merged = merge_pages(documents, self._indexed_pages)
+            merged, splits = self._merge_and_split(documents)
             documents = merged.documents
-            splits = [
-                split_document(
-                    d, parent_splitter=self.parent_splitter, child_splitter=self.child_splitter
+            todo, manifests = self._plan(documents, splits)
+            for batch in write_batches(todo):
+                prepared, work = lay_out(batch, self.parent_representation)
+                attach(
+                    prepared,
+                    self._matrix(self._embed_documents(work.children)),
+                    self._matrix(self._embed_documents(work.parents)),
+                    [self.embeddings.embed_query(text) for text in work.queries],
                 )
-                for d in documents
-            ]
-            _refuse_duplicates([s.doc_id for s in splits])
-            _refuse_empty(splits)
-            for document, split in zip(documents, splits, strict=True):
-                warn_flat_structure(
-                    split.doc_id,
-                    (p.metadata[keys.LEVEL] for p in split.parents),
-                    sum(len(p.page_content) for p in split.parents),
-                    document.metadata.get(keys.SOURCE),
-                )
-            digests = [_content_hash(d) for d in documents]
-            manifests = self._manifests([s.doc_id for s in splits])
-            todo = [
-                (doc, split, digest)
-                for doc, split, digest in zip(documents, splits, digests, strict=True)
-                if (manifests.get(split.doc_id) or {}).get("hash") != digest
-                or manifests[split.doc_id].get("status") != "complete"
-            ]
-            self._refuse_foreign_ids([s for _, s, _ in todo])
-            self._remember_metadata_keys(documents)
-            for batch in _write_batches(todo):
-                prepared = self._embed(batch)
-                for item in prepared:
-                    item.pages = merged.pages.get(item.doc_id)
+                _keep_pages(prepared, merged)
                 self._write(prepared, manifests)
                 parents += sum(len(p.parents) for p in prepared)
                 children += sum(len(p.children) for p in prepared)
-        return IndexReport(
-            documents=len(todo),
-            parents=parents,
-            children=children,
-            unchanged=len(documents) - len(todo),
-        )
+        return IndexReport(len(todo), parents, children, len(documents) - len(todo))
 
-    def _embed(self, items: Sequence[tuple[Document, Any, str]]) -> list[_Prepared]:
-        """Embed every child of a write batch in one call (the embeddings batch it)."""
-        prepared: list[_Prepared] = []
-        child_texts: list[str] = []
-        for doc, split, digest in items:
-            user = _user_metadata(doc)
-            counts = Counter(c.metadata[keys.PARENT_ID] for c in split.children)
-            headings = _headings(split.parents, split.children)
-            parents = [
-                _with_user(
-                    p,
-                    {
-                        **user,
-                        keys.CHILD_COUNT: counts[p.metadata[keys.PARENT_ID]],
-                        keys.HEADINGS: headings[p.metadata[keys.PARENT_ID]],
-                    },
-                )
-                for p in split.parents
-            ]
-            children = [_with_user(c, user) for c in split.children]
-            child_texts.extend(c.page_content for c in children)
-            prepared.append(
-                _Prepared(
-                    split.doc_id,
-                    digest,
-                    parents,
-                    children,
-                    np.empty((0, 0), np.float32),
-                    np.empty((0, 0), np.float32),
-                )
+    async def aadd_documents(self, documents: Sequence[Document]) -> IndexReport:
+        """:meth:`add_documents` with the embeddings' native async calls.
+
+        The storage steps run on one worker thread of their own (through langchain-core's
+        ``run_in_executor``, in a copy of the caller's context, so tracing callbacks see
+        them), which takes the writer lock first and releases it last: the lock is held
+        across the whole write, embedding included, as in the sync call.
+
+        Raises:
+            TypeError: see :meth:`add_documents`.
+            ValueError: see :meth:`add_documents`.
+        """
+        refuse_non_documents(documents)
+        parents = children = 0
+        with ThreadPoolExecutor(1, thread_name_prefix="gated-parent-write") as storage:
+            async with self._awriting(storage):
+                merged, splits = await _run(storage, self._merge_and_split, documents)
+                documents = merged.documents
+                todo, manifests = await _run(storage, self._plan, documents, splits)
+                for batch in write_batches(todo):
+                    prepared, work = lay_out(batch, self.parent_representation)
+                    attach(
+                        prepared,
+                        self._matrix(await self._aembed_documents(work.children)),
+                        self._matrix(await self._aembed_documents(work.parents)),
+                        [await self.embeddings.aembed_query(text) for text in work.queries],
+                    )
+                    _keep_pages(prepared, merged)
+                    await _run(storage, self._write, prepared, manifests)
+                    parents += sum(len(p.parents) for p in prepared)
+                    children += sum(len(p.children) for p in prepared)
+        return IndexReport(len(todo), parents, children, len(documents) - len(todo))
+
+    def _merge_and_split(
+        self, documents: Sequence[Document]
+    ) -> tuple[MergedPages, list[ParentChildSplit]]:
+        """Merge pages of one source (with those indexed), split, refuse what cannot be written.
+
+        Under the writer lock: the pages already indexed must not change before this write.
+        """
+        merged = merge_pages(documents, self._indexed_pages)
+        splits = [
+            split_document(
+                d, parent_splitter=self.parent_splitter, child_splitter=self.child_splitter
             )
-        vectors = self._embed_texts(child_texts)
-        text_parents: list[Document] = []
-        offset = 0
-        for item in prepared:
-            item.child_vectors = vectors[offset : offset + len(item.children)]
-            offset += len(item.children)
-            if self.parent_representation == "text":
-                text_parents.extend(item.parents)
-            else:
-                item.parent_vectors = _centroids(item, self.embeddings)
-        if text_parents:
-            parent_vectors = self._embed_texts(
-                [heading_context(p.metadata, p.page_content) for p in text_parents]
+            for d in merged.documents
+        ]
+        refuse_duplicates([s.doc_id for s in splits])
+        refuse_empty(splits)
+        for document, split in zip(merged.documents, splits, strict=True):
+            warn_flat_structure(
+                split.doc_id,
+                (p.metadata[keys.LEVEL] for p in split.parents),
+                sum(len(p.page_content) for p in split.parents),
+                document.metadata.get(keys.SOURCE),
             )
-            offset = 0
-            for item in prepared:
-                item.parent_vectors = parent_vectors[offset : offset + len(item.parents)]
-                offset += len(item.parents)
-        return prepared
+        return merged, splits
 
-    def _embed_texts(self, texts: list[str]) -> NDArray[np.float32]:
-        """Embed texts as an L2-normalized ``(len(texts), dimension)`` matrix."""
-        if not texts:
-            return np.empty((0, self.config["dimension"]), np.float32)
-        matrix = np.asarray(self.embeddings.embed_documents(texts), dtype=np.float32)
-        self.check_dimension(matrix[0])
-        return _normalize_rows(matrix.reshape(len(texts), -1))
+    def _plan(
+        self, documents: Sequence[Document], splits: Sequence[ParentChildSplit]
+    ) -> tuple[list[Item], dict[str, dict[str, Any]]]:
+        """The documents that changed (under the writer lock), and the index's manifests."""
+        digests = [content_hash(d) for d in documents]
+        manifests = self._manifests([s.doc_id for s in splits])
+        todo = [
+            (doc, split, digest)
+            for doc, split, digest in zip(documents, splits, digests, strict=True)
+            if (manifests.get(split.doc_id) or {}).get("hash") != digest
+            or manifests[split.doc_id].get("status") != "complete"
+        ]
+        self._refuse_foreign_ids([s for _, s, _ in todo])
+        first_write = bool(todo) and self.config["dimension"] is None
+        if self._remember_metadata_keys(documents) and not first_write:
+            self._put_config()  # a first write stores its keys with the dimension it learns
+        return todo, manifests
 
-    def _write(self, prepared: list[_Prepared], manifests: dict[str, dict[str, Any]]) -> None:
+    def _embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embeddings.embed_documents(texts) if texts else []
+
+    async def _aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await self.embeddings.aembed_documents(texts) if texts else []
+
+    def _matrix(self, vectors: list[list[float]]) -> NDArray[np.float32]:
+        """Embeddings as a normalized matrix, refused if not of the index's dimension."""
+        if vectors:
+            self.check_dimension(vectors[0])
+        return normalized(vectors, len(vectors))
+
+    def _write(self, prepared: list[Prepared], manifests: dict[str, dict[str, Any]]) -> None:
         """Journalled write: pending manifest, deletes, parents, children, complete manifest."""
         if not prepared:
             return
+        self._learn_dimension(prepared)
         with self._changing():
             self._write_changes(prepared, manifests)
 
+    def _learn_dimension(self, prepared: Sequence[Prepared]) -> None:
+        """Check every vector's length; the first write of an index records it as its dimension."""
+        widths = {
+            matrix.shape[1]
+            for item in prepared
+            for matrix in (item.child_vectors, item.parent_vectors)
+            if len(matrix)
+        }
+        for width in sorted(widths):
+            self.check_dimension([0.0] * width)
+        if len(widths) > 1:
+            msg = (
+                f"the embeddings gave vectors of {' and '.join(map(str, sorted(widths)))} "
+                "dimensions in one write (embed_query and embed_documents differ); use "
+                "embeddings whose vectors all have one length"
+            )
+            raise ValueError(msg)
+        if self.config["dimension"] is None and widths:
+            self.config["dimension"] = widths.pop()
+            self._put_config()
+
     def _write_changes(
-        self, prepared: list[_Prepared], manifests: dict[str, dict[str, Any]]
+        self, prepared: list[Prepared], manifests: dict[str, dict[str, Any]]
     ) -> None:
         old = {p.doc_id: manifests.get(p.doc_id) or {} for p in prepared}
         pending = []
@@ -642,24 +573,18 @@ class GatedParentIndex:
         self._delete_ids(stale_children, stale_parents)
         parents = [d for p in prepared for d in p.parents]
         self.docstore.mset([(d.metadata[keys.PARENT_ID], d) for d in parents])
-        self._upsert(
-            self.parents,
+        self.vectors.upsert_parents(
             [d.metadata[keys.PARENT_ID] for d in parents],
             np.concatenate([p.parent_vectors for p in prepared]),
-            [_to_chroma(d.metadata) for d in parents],
-            None,
+            [d.metadata for d in parents],
         )
         children = [d for p in prepared for d in p.children]
         if children:
-            self._upsert(
-                self.children,
+            self.vectors.upsert_children(
                 [d.metadata[keys.CHUNK_ID] for d in children],
-                np.concatenate([p.child_vectors for p in prepared]),
-                [
-                    _to_chroma(_own(d.metadata), parent_id=d.metadata[keys.PARENT_ID])
-                    for d in children
-                ],
-                None,  # a child's text is a slice of its parent's, read from the docstore
+                np.concatenate([p.child_vectors for p in prepared if p.children]),
+                [own_metadata(d.metadata) for d in children],
+                [d.metadata[keys.PARENT_ID] for d in children],
             )
         self._put_manifests(
             [
@@ -677,30 +602,18 @@ class GatedParentIndex:
             ]
         )
 
-    def _upsert(
-        self,
-        collection: Collection,
-        ids: list[str],
-        vectors: NDArray[np.float32],
-        metadatas: list[dict[str, Any]],
-        documents: list[str] | None,
-    ) -> None:
-        """Write in batches no larger than the client's maximum (Chroma raises beyond it)."""
-        size = self.client.get_max_batch_size()
-        for start in range(0, len(ids), size):
-            end = start + size
-            collection.upsert(
-                ids=ids[start:end],
-                embeddings=vectors[start:end],
-                metadatas=metadatas[start:end],  # type: ignore[arg-type]
-                documents=documents[start:end] if documents is not None else None,
-            )
-
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Remove documents from all three stores; returns how many were present."""
         doc_ids = list(doc_ids)
         with self._writing():
             return self._delete(doc_ids)
+
+    async def adelete(self, doc_ids: Iterable[str]) -> int:
+        """:meth:`delete` on a worker thread (langchain-core's ``run_in_executor``).
+
+        A delete embeds nothing: the whole of it, writer lock included, runs on that thread.
+        """
+        return await run_in_executor(None, self.delete, list(doc_ids))
 
     def _delete(self, doc_ids: Sequence[str]) -> int:
         """Delete under the writer lock, each document journalled as pending first."""
@@ -716,11 +629,7 @@ class GatedParentIndex:
 
     def _delete_ids(self, child_ids: Sequence[str], parent_ids: Sequence[str]) -> None:
         """Children first, then parent vectors, then parents: no child outlives its parent."""
-        size = self.client.get_max_batch_size()
-        for start in range(0, len(child_ids), size):
-            self.children.delete(ids=list(child_ids[start : start + size]))
-        for start in range(0, len(parent_ids), size):
-            self.parents.delete(ids=list(parent_ids[start : start + size]))
+        self.vectors.delete(child_ids, parent_ids)
         self.docstore.mdelete(list(parent_ids))
 
     def recover(self) -> list[str]:
@@ -767,6 +676,19 @@ class GatedParentIndex:
                 # checking documents until the next write has rolled that one back.
                 self._write_depth = 0
                 self.writer_lock.release()
+
+    @asynccontextmanager
+    async def _awriting(self, storage: Executor) -> AsyncIterator[list[str]]:
+        """:meth:`_writing` entered and left on ``storage``, one thread that holds the lock."""
+        writing = self._writing()
+        recovered = await _run(storage, writing.__enter__)
+        try:
+            yield recovered
+        except BaseException as error:
+            if not await _run(storage, writing.__exit__, type(error), error, error.__traceback__):
+                raise
+        else:
+            await _run(storage, writing.__exit__, None, None, None)
 
     @contextmanager
     def _changing(self) -> Iterator[None]:
@@ -816,9 +738,7 @@ class GatedParentIndex:
         owner = {d.metadata[keys.PARENT_ID]: s.doc_id for s in splits for d in s.parents}
         if not owner or not self._has_vectors():
             return
-        found = self.parents.get(ids=list(owner), include=["metadatas"])
-        for pid, meta in zip(found["ids"], found["metadatas"] or [], strict=True):
-            other = (meta or {}).get(keys.DOC_ID)
+        for pid, other in self.vectors.parent_owners(list(owner)).items():
             if other != owner[pid]:
                 msg = (
                     f"parent id {pid!r} of document {owner[pid]!r} already belongs to document "
@@ -827,13 +747,16 @@ class GatedParentIndex:
                 )
                 raise ValueError(msg)
 
-    def _remember_metadata_keys(self, documents: Sequence[Document]) -> None:
-        """Record which metadata keys exist, so a filter on an unknown key can be refused."""
+    def _remember_metadata_keys(self, documents: Sequence[Document]) -> bool:
+        """Note which metadata keys exist, so a filter on an unknown key can be refused.
+
+        Returns:
+            Whether the config gained keys (the caller stores it).
+        """
         known = set(self.config.get("metadata_keys", []))
-        new = known | {k for d in documents for k in _user_metadata(d)} | {keys.DOC_ID}
-        if new != known:
-            self.config["metadata_keys"] = sorted(new)
-            self._put_config()
+        new = known | {k for d in documents for k in user_metadata(d)} | {keys.DOC_ID}
+        self.config["metadata_keys"] = sorted(new)
+        return new != known
 
     # ------------------------------------------------------------------ reading
     def search_parents(
@@ -842,24 +765,7 @@ class GatedParentIndex:
         """The gate's search: the ``n`` parents most similar to the query vector."""
         if n < 1 or not self._has_vectors():
             return ParentHits([], [], [])
-        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
-
-        result = _read_racing(
-            lambda: self.parents.query(
-                query_embeddings=np.asarray([vector], dtype=np.float32),
-                n_results=n,
-                where=where,
-                include=["distances", "metadatas"],
-            )
-        )
-        ids = result["ids"][0]
-        distances = (result["distances"] or [[]])[0]
-        metadatas = (result["metadatas"] or [[]])[0]
-        return ParentHits(
-            list(ids),
-            similarity_from_distance(distances).tolist(),
-            [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
-        )
+        return self.vectors.search_parents(vector, n, where)
 
     def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
         """Every child of the given parents (id → child count), with vectors, for exact scoring.
@@ -898,32 +804,24 @@ class GatedParentIndex:
         return _only_documents(rows, keep)
 
     def _read_children(self, ids: list[str], child_counts: Mapping[str, int]) -> ChildRows:
-        result = _read_racing(
-            lambda: self.children.get(ids=ids, include=["embeddings", "metadatas"])
+        found_ids, own_metadatas, vectors = self.vectors.children_rows(
+            ids, self.config["dimension"]
         )
         found = zip(child_counts, self.get_parents(list(child_counts)), strict=True)
         parents = {pid: parent for pid, parent in found if parent is not None}
         texts: list[str] = []
         metadatas: list[dict[str, Any]] = []
         keep: list[int] = []
-        for row, (cid, meta) in enumerate(
-            zip(result["ids"], result["metadatas"] or [], strict=True)
-        ):
-            own = from_chroma(meta, chunk_id=cid)
+        for row, own in enumerate(own_metadatas):
             parent = parents.get(own[keys.PARENT_ID])
             if parent is None:
                 continue
             offset = int(parent.metadata[keys.START_INDEX])
             start, end = int(own[keys.START_INDEX]), int(own[keys.END_INDEX])
             texts.append(parent.page_content[start - offset : end - offset])
-            metadatas.append({**_user_of(parent.metadata), **own})
+            metadatas.append({**document_metadata(parent.metadata), **own})
             keep.append(row)
-        vectors = np.asarray(result["embeddings"], dtype=np.float32).reshape(
-            len(result["ids"]), self.config["dimension"]
-        )
-        return ChildRows(
-            [result["ids"][row] for row in keep], texts, metadatas, vectors[keep], parents
-        )
+        return ChildRows([found_ids[row] for row in keep], texts, metadatas, vectors[keep], parents)
 
     def _has_vectors(self) -> bool:
         """Whether a write has stored vectors (until then, readers leave Chroma alone)."""
@@ -944,16 +842,14 @@ class GatedParentIndex:
         """
         self.refresh()
         if where:
-            from chromadb.api.types import validate_where  # noqa: PLC0415 (heavy import)
-
-            validate_where(where)
+            validate_filter(where)
         known = set(self.config.get("metadata_keys", [])) | {
             keys.DOC_ID,
             keys.PARENT_ID,
             keys.TITLE,
             keys.SOURCE,
         }
-        unknown = sorted(_filter_keys(where or {}) - known)
+        unknown = sorted(filter_keys(where or {}) - known)
         if unknown:
             msg = (
                 f"filter key(s) {', '.join(map(repr, unknown))} are not metadata of this index; "
@@ -968,14 +864,9 @@ class GatedParentIndex:
         problems: list[str] = []
         manifests = self.journal.all_manifests()
         stored_parents = set(self.docstore.yield_keys())
-        empty: dict[str, Any] = {"ids": [], "metadatas": []}
         vectors = self._has_vectors()
-        parent_vectors = set((self.parents.get(include=[]) if vectors else empty)["ids"])
-        child_meta = self.children.get(include=["metadatas"]) if vectors else empty
-        child_parent = {
-            cid: (m or {}).get(keys.PARENT_ID)
-            for cid, m in zip(child_meta["ids"], child_meta["metadatas"] or [], strict=True)
-        }
+        parent_vectors = self.vectors.parent_ids() if vectors else set()
+        child_parent = self.vectors.child_parents() if vectors else {}
         expected_parents = {p for m in manifests.values() for p in m.get("parents", [])}
         expected_children = {c for m in manifests.values() for c in m.get("children", [])}
         checks = [
@@ -1001,10 +892,11 @@ class GatedParentIndex:
     def stats(self) -> dict[str, Any]:
         """Counts, size on disk and the embedding model, for ``gated-parent stats``."""
         self.refresh()
+        parents, children = self.vectors.counts() if self._has_vectors() else (0, 0)
         return {
             "documents": len(self.journal.doc_ids()),
-            "parents": self.parents.count() if self._has_vectors() else 0,
-            "children": self.children.count() if self._has_vectors() else 0,
+            "parents": parents,
+            "children": children,
             "bytes_on_disk": self.disk_bytes(),
             "embedding_model": self.config["embedding_model"],
             "dimension": self.config["dimension"],
@@ -1037,19 +929,10 @@ class GatedParentIndex:
         return GatedParentRetriever.from_store(self, **kwargs)
 
 
-def splitter_settings(splitter: SectionSplitter | ParagraphSplitter) -> dict[str, Any]:
-    """The keyword arguments that rebuild ``splitter`` (recorded in the index)."""
-    if isinstance(splitter, SectionSplitter):
-        return {
-            "parent_chunk_level": splitter.parent_chunk_level.value,
-            "max_parent_tokens": splitter.max_parent_tokens,
-        }
-    return {
-        "child_chunk_level": splitter.child_chunk_level.value,
-        "min_child_tokens": splitter.min_child_tokens,
-        "max_child_tokens": splitter.max_child_tokens,
-        "child_overlap_tokens": splitter.child_overlap_tokens,
-    }
+def _keep_pages(prepared: Sequence[Prepared], merged: MergedPages) -> None:
+    """Give each document merged from pages its page texts, for its manifest."""
+    for item in prepared:
+        item.pages = merged.pages.get(item.doc_id)
 
 
 def _refuse_old_format(config: Mapping[str, Any]) -> None:
@@ -1068,158 +951,15 @@ def _prepare_directory(directory: Path) -> None:
     """Create the index folder, or say why it cannot be used."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        probe = directory / ".write-probe"
-        probe.write_text("ok")
-        probe.unlink()
+        # A file of its own: processes opening the folder at once must not remove each other's.
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-probe-"):
+            pass
     except OSError as error:
         msg = (
             f"cannot use index directory {str(directory)!r}: {error.strerror or error}; "
             "choose a writable folder"
         )
         raise ValueError(msg) from error
-
-
-class ConcurrentWriteError(RuntimeError):
-    """A read kept colliding with another process's writes; retrying the query later works."""
-
-
-def _read_racing(read: Callable[[], _T]) -> _T:
-    """Run a Chroma read, retrying the transient error Chroma gives when it races a delete.
-
-    Chroma (1.5) can fail a read with ``InternalError: ... Error finding id`` when a record
-    its vector index matched is deleted before it is fetched: on a server beside a deleting
-    writer, and in a local folder when another process deleted records this process's copy of
-    the vector index still holds. A later attempt sees the delete; the pauses double from
-    10 ms. If every attempt fails the read is refused with :class:`ConcurrentWriteError`.
-    Other errors are raised at once.
-    """
-    from chromadb.errors import InternalError  # noqa: PLC0415 (chromadb loads with the index)
-
-    for attempt in range(READ_ATTEMPTS):
-        try:
-            return read()
-        except InternalError as error:  # noqa: PERF203 (a bounded retry loop)
-            if "Error finding id" not in str(error):
-                raise
-            logger.debug("a read raced a delete (attempt %d), retrying: %s", attempt + 1, error)
-            last = error
-            time.sleep(0.01 * 2**attempt)
-    msg = (
-        f"the index kept changing under this read ({READ_ATTEMPTS} attempts: Chroma reported "
-        "a record deleted by another process's write); retry the query"
-    )
-    raise ConcurrentWriteError(msg) from last
-
-
-def _refuse_non_documents(documents: object) -> None:
-    """A single Document or a string iterates into nonsense: refuse it by name."""
-    if isinstance(documents, (Document, str, bytes)) or not isinstance(documents, Sequence):
-        msg = (
-            f"add_documents takes a list of Documents, got {type(documents).__name__}; "
-            "wrap a single document in a list: add_documents([document])"
-        )
-        raise TypeError(msg)
-    for position, document in enumerate(documents):
-        if not isinstance(document, Document):
-            msg = (
-                f"documents[{position}] is a {type(document).__name__}, not a Document; "
-                "wrap text as Document(page_content=text, metadata={'doc_id': ...})"
-            )
-            raise TypeError(msg)
-
-
-def _refuse_empty(splits: Sequence[Any]) -> None:
-    """A document without text would be recorded as indexed while holding nothing."""
-    for split in splits:
-        if not split.parents:
-            msg = (
-                f"document {split.doc_id!r} has no text to index (empty or whitespace only); "
-                f"leave it out, or remove its indexed version with delete([{split.doc_id!r}])"
-            )
-            raise ValueError(msg)
-
-
-WRITE_BATCH_CHILDREN = 1024
-"""Documents are embedded and written in batches of about this many children.
-
-It bounds memory (the embedding model answers with Python lists of floats, ~10 KB per vector)
-whatever the size of one ``add_documents`` call; each batch is journalled on its own.
-"""
-
-
-def _write_batches(
-    todo: Sequence[tuple[Document, Any, str]],
-) -> Iterator[list[tuple[Document, Any, str]]]:
-    """Group documents, in order, into batches of at least ``WRITE_BATCH_CHILDREN`` children."""
-    batch: list[tuple[Document, Any, str]] = []
-    size = 0
-    for item in todo:
-        batch.append(item)
-        size += len(item[1].children)
-        if size >= WRITE_BATCH_CHILDREN:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-def _refuse_duplicates(doc_ids: Sequence[str]) -> None:
-    seen: set[str] = set()
-    for doc_id in doc_ids:
-        if doc_id in seen:
-            msg = (
-                f"document id {doc_id!r} appears twice in one batch; give each document a "
-                "unique 'doc_id' in its metadata, or add the versions in separate calls"
-            )
-            raise ValueError(msg)
-        seen.add(doc_id)
-
-
-def _headings(parents: Sequence[Document], children: Sequence[Document]) -> dict[str, str]:
-    """Each parent's distinct heading titles: its own path, then its subsections' titles."""
-    titles: dict[str, dict[str, None]] = {
-        p.metadata[keys.PARENT_ID]: dict.fromkeys(p.metadata.get(keys.SECTION_PATH) or [])
-        for p in parents
-    }
-    for child in children:
-        titles[child.metadata[keys.PARENT_ID]].update(
-            dict.fromkeys(child.metadata.get(keys.SECTION_PATH) or [])
-        )
-    return {pid: " ".join(found) for pid, found in titles.items()}
-
-
-def _own(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """A child's own metadata: the document's metadata is stored once, with each parent."""
-    return {k: v for k, v in metadata.items() if k in _RESERVED}
-
-
-def _user_of(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The document's metadata, as its parents carry it."""
-    return {k: v for k, v in metadata.items() if k not in _RESERVED}
-
-
-def _with_user(document: Document, user: dict[str, Any]) -> Document:
-    return Document(page_content=document.page_content, metadata={**user, **document.metadata})
-
-
-def _centroids(item: _Prepared, embeddings: Embeddings) -> NDArray[np.float32]:
-    """Normalized mean of each parent's child vectors (a childless parent embeds its text)."""
-    rows: list[NDArray[np.float32]] = []
-    for parent in item.parents:
-        pid = parent.metadata[keys.PARENT_ID]
-        mask = [c.metadata[keys.PARENT_ID] == pid for c in item.children]
-        if any(mask):
-            rows.append(item.child_vectors[np.asarray(mask)].mean(axis=0))
-        else:
-            rows.append(
-                np.asarray(
-                    embeddings.embed_query(heading_context(parent.metadata, parent.page_content)),
-                    dtype=np.float32,
-                )
-            )
-    if not rows:
-        return np.empty((0, item.child_vectors.shape[1]), np.float32)
-    return _normalize_rows(np.stack(rows))
 
 
 def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:
@@ -1236,9 +976,8 @@ def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:
 
 def _refuse_volatile_docstore(client: ClientAPI) -> None:
     """A durable vector store beside an in-memory docstore loses every parent on exit."""
-    settings = client.get_settings()
-    if settings.is_persistent or "fastapi" in str(settings.chroma_api_impl).lower():
-        kind = "persistent" if settings.is_persistent else "remote"
+    kind = is_durable(client)
+    if kind is not None:
         msg = (
             f"a {kind} chromadb client needs a persistent docstore, or its vectors outlive "
             "their parents: pass directory=... (a SQLite docstore in that folder) or "
@@ -1254,8 +993,7 @@ def _place(
     placement = journals.place(docstore, directory, index_name=name, sqlite_file=DOCSTORE_FILE)
     if placement is not None:
         return placement
-    settings = client.get_settings()
-    if settings.is_persistent or "fastapi" in str(settings.chroma_api_impl).lower():
+    if is_durable(client) is not None:
         msg = (
             f"with a {type(docstore).__name__} docstore the index has nowhere durable to keep "
             "its own records and writer lock: pass directory=... (they go into that folder) "
@@ -1265,13 +1003,6 @@ def _place(
     return journals.in_memory()
 
 
-def _filter_keys(where: dict[str, Any]) -> set[str]:
-    """Metadata keys a Chroma ``where`` filter refers to (through ``$and``/``$or``)."""
-    found: set[str] = set()
-    for key, value in where.items():
-        if key in {"$and", "$or"}:
-            for clause in value:
-                found |= _filter_keys(clause)
-        else:
-            found.add(key)
-    return found
+async def _run(storage: Executor, function: Callable[..., _T], *args: Any) -> _T:
+    """Run a storage step on ``storage`` in a copy of the caller's context (tracing sees it)."""
+    return await run_in_executor(storage, copy_context().run, function, *args)

@@ -56,9 +56,10 @@ from chromadb.errors import InvalidArgumentError
 from pydantic import AfterValidator
 
 from langchain_gated_parent.embeddings import MiniLMEmbeddings
-from langchain_gated_parent.index import ConcurrentWriteError, GatedParentIndex
+from langchain_gated_parent.index import GatedParentIndex
 from langchain_gated_parent.retriever import GatedParentRetriever
 from langchain_gated_parent.server_settings import ServerSettings
+from langchain_gated_parent.stores.chroma import ConcurrentWriteError
 from langchain_gated_parent.tenancy import AccessDeniedError, Tenancy, load_api_keys
 
 try:

@@ -60,6 +60,8 @@ from langchain_gated_parent.tokens import token_counter
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
 
+    from typing_extensions import Self
+
 _Level = TypeVar("_Level", bound=Enum)
 
 
@@ -89,6 +91,62 @@ def _choice(value: str | Enum, choices: type[_Level], name: str) -> _Level:
         allowed = ", ".join(repr(choice.value) for choice in choices)
         msg = f"unknown {name} {value!r}; choose one of {allowed}"
         raise ValueError(msg) from err
+
+
+def _length_setting(
+    encoding_name: str, length_function: Callable[[str], int] | None
+) -> dict[str, str]:
+    """How a splitter counts sizes, as an index records it: an encoding, or a function's name.
+
+    A function is recorded by a name that finds it again: ``"len"``, or ``"module:qualname"``
+    of a module-level function. A lambda, a closure or a bound method has no such name and is
+    refused: an index built with it could not be reopened with the same counting.
+    """
+    if length_function is None:
+        return {"encoding_name": encoding_name}
+    if length_function is len:
+        return {"length_function": "len"}
+    module = getattr(length_function, "__module__", None)
+    qualname = getattr(length_function, "__qualname__", "")
+    if (
+        module
+        and "<" not in qualname
+        and _named_function(f"{module}:{qualname}") is length_function
+    ):
+        return {"length_function": f"{module}:{qualname}"}
+    msg = (
+        f"length_function {length_function!r} cannot be recorded with an index (it has no "
+        "importable name, so a reopened index could not count sizes the same way); pass "
+        "length_function=len, a module-level function, or encoding_name=... instead"
+    )
+    raise ValueError(msg)
+
+
+def _named_function(name: str) -> Callable[[str], int] | None:
+    """The function a recorded name refers to, in a module this process has imported."""
+    if name == "len":
+        return len
+    module, _, qualname = name.partition(":")
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found if callable(found) else None
+
+
+def _options_from_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A splitter's keyword arguments from its recorded settings (see ``settings()``)."""
+    options = dict(settings)
+    name = options.pop("length_function", None)
+    if name is not None:
+        function = _named_function(name)
+        if function is None:
+            msg = (
+                f"the splitter counts sizes with {name!r}, which is not loaded in this "
+                f"process; import its module first, or pass the splitter built with it"
+            )
+            raise ValueError(msg)
+        options["length_function"] = function
+    return options
 
 
 def _check_limit(value: int | None, name: str) -> None:
@@ -486,6 +544,30 @@ class SectionSplitter(_TreeSplitter):
         )
         self._level = level
         self._max_tokens = max_parent_tokens
+        self._length_arguments = (encoding_name, length_function)
+
+    def settings(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this splitter, as plain JSON values.
+
+        An index records them and refuses to be reopened with a splitter whose settings differ.
+
+        Raises:
+            ValueError: If the length function has no name to record it by (a lambda).
+        """
+        return {
+            "parent_chunk_level": self._level.value,
+            "max_parent_tokens": self._max_tokens,
+            **_length_setting(*self._length_arguments),
+        }
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Self:
+        """The splitter :meth:`settings` describes.
+
+        Raises:
+            ValueError: If a recorded length function is not loaded in this process.
+        """
+        return cls(**_options_from_settings(settings))
 
     @property
     def parent_chunk_level(self) -> ParentChunkLevel:
@@ -621,6 +703,32 @@ class ParagraphSplitter(_TreeSplitter):
         self._level = level
         self._min_tokens = min_child_tokens
         self._max_tokens = max_child_tokens
+        self._length_arguments = (encoding_name, length_function)
+
+    def settings(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this splitter, as plain JSON values.
+
+        An index records them and refuses to be reopened with a splitter whose settings differ.
+
+        Raises:
+            ValueError: If the length function has no name to record it by (a lambda).
+        """
+        return {
+            "child_chunk_level": self._level.value,
+            "min_child_tokens": self._min_tokens,
+            "max_child_tokens": self._max_tokens,
+            "child_overlap_tokens": self._chunk_overlap,
+            **_length_setting(*self._length_arguments),
+        }
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Self:
+        """The splitter :meth:`settings` describes.
+
+        Raises:
+            ValueError: If a recorded length function is not loaded in this process.
+        """
+        return cls(**_options_from_settings(settings))
 
     @property
     def child_chunk_level(self) -> ChildChunkLevel:
