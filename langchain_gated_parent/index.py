@@ -45,6 +45,7 @@ from langchain_gated_parent.splitters import (
 )
 from langchain_gated_parent.stores import journal as journals
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
+from langchain_gated_parent.stores.sparse import SparseRow, open_sparse
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
     from langchain_gated_parent.retriever import GatedParentRetriever
     from langchain_gated_parent.stores.journal import Journal, Placement
+    from langchain_gated_parent.stores.sparse import SparseIndex
 
 logger = logging.getLogger(__name__)
 
@@ -346,6 +348,7 @@ class GatedParentIndex:
         placement = _place(docstore, self.directory, client, self.name)
         self.journal: Journal = placement.journal
         self.writer_lock = placement.lock
+        self.sparse: SparseIndex | None = open_sparse(docstore, self.name)
         self._stamp = self.journal.stamp()
         self._config_version = self._stamp.config
         self._synced_seq = self._stamp.seq
@@ -630,6 +633,8 @@ class GatedParentIndex:
         self._delete_ids(stale_children, stale_parents)
         parents = [d for p in prepared for d in p.parents]
         self.docstore.mset([(d.metadata[keys.PARENT_ID], d) for d in parents])
+        if self.sparse is not None:
+            self.sparse.upsert([_sparse_row(d) for d in parents])
         self._upsert(
             self.parents,
             [d.metadata[keys.PARENT_ID] for d in parents],
@@ -709,6 +714,8 @@ class GatedParentIndex:
         for start in range(0, len(parent_ids), size):
             self.parents.delete(ids=list(parent_ids[start : start + size]))
         self.docstore.mdelete(list(parent_ids))
+        if self.sparse is not None:
+            self.sparse.delete(list(parent_ids))
 
     def recover(self) -> list[str]:
         """Roll back documents whose last write did not finish; returns their ids.
@@ -862,6 +869,64 @@ class GatedParentIndex:
         return ParentHits(
             list(ids),
             similarity_from_distance(distances).tolist(),
+            [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
+        )
+
+    def search_sparse(
+        self, query: str, n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """The gate's term search: the ``n`` best ``(parent_id, score)`` of the sparse index.
+
+        A filter on ``doc_id`` alone is applied in the search; any other filter is applied by
+        :meth:`parents_by_id` afterwards, so over-fetch for it. Empty without a sparse index.
+        """
+        if self.sparse is None or n < 1:
+            return []
+        return self.sparse.search(query, n, _doc_ids_of(where))
+
+    def search_children(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` children nearest the query vector, as ``(child_id, score in [0, 1])``.
+
+        Only a ``doc_id`` filter is applied here (children store no user metadata); the
+        parents they point to are filtered by :meth:`parents_by_id`.
+        """
+        if n < 1 or not self._has_vectors():
+            return []
+        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
+
+        doc_ids = _doc_ids_of(where)
+        child_where = None if doc_ids is None else {keys.DOC_ID: {"$in": doc_ids}}
+        result = _read_racing(
+            lambda: self.children.query(
+                query_embeddings=np.asarray([vector], dtype=np.float32),
+                n_results=n,
+                where=child_where,  # type: ignore[arg-type]
+                include=["distances"],
+            )
+        )
+        ids = result["ids"][0]
+        scores = similarity_from_distance((result["distances"] or [[]])[0]).tolist()
+        return list(zip(ids, scores, strict=True))
+
+    def parents_by_id(
+        self, parent_ids: Sequence[str], where: dict[str, Any] | None = None
+    ) -> ParentHits:
+        """Parents found by another search than the vector one, with their metadata.
+
+        Those that fail ``where`` are left out; scores are not known here (all 0).
+        """
+        if not parent_ids:
+            return ParentHits([], [], [])
+        result = _read_racing(
+            lambda: self.parents.get(ids=list(parent_ids), where=where, include=["metadatas"])
+        )
+        ids = list(result["ids"])
+        metadatas = result["metadatas"] or []
+        return ParentHits(
+            ids,
+            [0.0] * len(ids),
             [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
         )
 
@@ -1258,6 +1323,29 @@ def _place(
         )
         raise ValueError(msg)
     return journals.in_memory()
+
+
+def _sparse_row(parent: Document) -> SparseRow:
+    meta = parent.metadata
+    return SparseRow(
+        parent_id=meta[keys.PARENT_ID],
+        doc_id=str(meta[keys.DOC_ID]),
+        text=heading_context(meta, parent.page_content),
+    )
+
+
+def _doc_ids_of(where: dict[str, Any] | None) -> list[str] | None:
+    """The documents a filter on ``doc_id`` alone allows (``None``: no such filter)."""
+    if not where or set(where) != {keys.DOC_ID}:
+        return None
+    value = where[keys.DOC_ID]
+    if isinstance(value, dict) and set(value) == {"$eq"}:
+        value = value["$eq"]
+    if isinstance(value, dict) and set(value) == {"$in"}:
+        return [str(v) for v in value["$in"]]
+    if isinstance(value, (str, int)):
+        return [str(value)]
+    return None
 
 
 def _filter_keys(where: dict[str, Any]) -> set[str]:

@@ -54,6 +54,10 @@ class SearchFields(BaseModel):
     """Share of BM25 in the child score (over the gated candidates' heading path and text)."""
     title_weight: Share = 0.3
     """Share of BM25 over heading titles in the parent score ("What datasets?" finds "Datasets")."""
+    sparse_weight: Share = 0.3
+    """Share of the term search over all parents in the gate's parent score (0: not run)."""
+    child_weight: Share = 0.3
+    """Share of the child-vector search (a parent's best child) in the parent score (0: not run)."""
     return_parents: Switch = False
     """Return the parents of the best children instead (each with its best child's scores)."""
     dedupe: Switch = True
