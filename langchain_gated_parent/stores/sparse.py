@@ -69,6 +69,10 @@ class SparseIndex(Protocol):
         """How many parents are indexed."""
         ...
 
+    def rows(self) -> list[tuple[str, str, str]]:
+        """Every ``(parent_id, doc_id, indexed text)``, by parent id (to check consistency)."""
+        ...
+
 
 def query_terms(query: str) -> list[str]:
     """The distinct terms of a question (the package's tokenizer: stop words dropped)."""
@@ -184,6 +188,17 @@ class SqliteSparseIndex:
         with self._engine.connect() as conn:
             return int(conn.execute(text(f"SELECT count(*) FROM {self._ids}")).scalar_one())  # noqa: S608
 
+    def rows(self) -> list[tuple[str, str, str]]:
+        """Every row with its text, by parent id."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        sql = text(
+            f"SELECT d.parent_id, d.doc_id, f.body FROM {self._ids} d "  # noqa: S608
+            f"JOIN {self._fts} f ON f.rowid = d.id ORDER BY d.parent_id"
+        )
+        with self._engine.connect() as conn:
+            return [(str(p), str(d), str(b)) for p, d, b in conn.execute(sql)]
+
 
 class PostgresSparseIndex:
     """PostgreSQL full-text search over parents: a ``tsvector`` column with a GIN index."""
@@ -210,7 +225,7 @@ class PostgresSparseIndex:
                 with engine.begin() as conn:
                     for statement in statements:
                         conn.execute(text(statement))
-            except (IntegrityError, ProgrammingError):
+            except (IntegrityError, ProgrammingError):  # noqa: PERF203 (a bounded retry)
                 if attempt == SCHEMA_ATTEMPTS:
                     raise
                 time.sleep(0.05 * attempt)
@@ -277,6 +292,14 @@ class PostgresSparseIndex:
 
         with self._engine.connect() as conn:
             return int(conn.execute(text(f"SELECT count(*) FROM {self._table}")).scalar_one())  # noqa: S608
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """Every row with its ``tsvector`` as text, by parent id."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        sql = text(f"SELECT parent_id, doc_id, body::text FROM {self._table} ORDER BY parent_id")  # noqa: S608
+        with self._engine.connect() as conn:
+            return [(str(p), str(d), str(b)) for p, d, b in conn.execute(sql)]
 
 
 def open_sparse(docstore: BaseStore[str, Document], index_name: str) -> SparseIndex | None:
