@@ -15,7 +15,6 @@ if TYPE_CHECKING:
         GatedParentIndex,
         IndexReport,
         VerifyReport,
-        sql_docstore,
     )
     from langchain_gated_parent.records import Explanation
     from langchain_gated_parent.retriever import GatedParentRetriever
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
         SectionSplitter,
         split_document,
     )
+    from langchain_gated_parent.stores.docstore import sql_docstore
     from langchain_gated_parent.tools import ScoredResultPrompt, create_gated_retriever_tool
 
 _MODULE_OF = {
@@ -40,7 +40,7 @@ _MODULE_OF = {
     "VerifyReport": "index",
     "create_gated_retriever_tool": "tools",
     "split_document": "splitters",
-    "sql_docstore": "index",
+    "sql_docstore": "stores.docstore",
 }
 
 __all__ = [

@@ -24,13 +24,12 @@ import json
 import logging
 import threading
 import time
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from langchain_core.documents import Document
@@ -44,14 +43,20 @@ from langchain_gated_parent.splitters import (
     split_document,
 )
 from langchain_gated_parent.stores import journal as journals
+from langchain_gated_parent.stores.chroma import (
+    ChromaVectors,
+    filter_keys,
+    is_durable,
+    validate_filter,
+)
+from langchain_gated_parent.stores.docstore import memory_docstore, sqlite_docstore
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
 from langchain_gated_parent.stores.sparse import SparseRow, open_sparse
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
 
     from chromadb.api import ClientAPI
-    from chromadb.api.collection_configuration import CreateCollectionConfiguration
     from chromadb.api.models.Collection import Collection
     from langchain_core.embeddings import Embeddings
     from langchain_core.stores import BaseStore
@@ -63,9 +68,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_T = TypeVar("_T")
-READ_ATTEMPTS = 7
-"""Attempts of a Chroma read that races a delete (see ``_read_racing``): about 1.3 s in all."""
 QUIET_READ_ATTEMPTS = 4
 """Reads of a gate's children that a write overlapped before only finished documents are kept."""
 
@@ -137,57 +139,6 @@ def model_name_of(embeddings: Embeddings) -> str:
         if isinstance(value, str) and value:
             return value
     return type(embeddings).__name__
-
-
-def sqlite_docstore(path: Path, namespace: str = "parents") -> BaseStore[str, Document]:
-    """A persistent docstore: LangChain's ``SQLStore`` on SQLite, holding Documents."""
-    return sql_docstore(f"sqlite:///{path}", namespace)
-
-
-def sql_docstore(url: str, namespace: str = "parents") -> BaseStore[str, Document]:
-    """A Document store on any SQLAlchemy URL (``sqlite:///…``, ``postgresql+psycopg://…``)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from langchain_classic.storage import create_kv_docstore  # noqa: PLC0415
-        from langchain_community.storage import SQLStore  # noqa: PLC0415
-
-    store = SQLStore(namespace=namespace, db_url=url)
-    journals.create_table(store)
-    return create_kv_docstore(store)
-
-
-_NOT_IN_CHROMA = frozenset(
-    {keys.CHUNK_ID, keys.PARENT_ID, keys.SECTION_ID, keys.TOKENS, keys.FORMAT}
-)
-"""Kept out of vector metadata: the record's own id and what no query needs (each key costs a
-row and an index entry per vector). A child's ``parent_id`` goes back in: the gate filters on
-it. The docstore keeps every parent's full metadata."""
-
-
-def _to_chroma(
-    metadata: dict[str, Any], *, parent_id: str | None = None
-) -> dict[str, str | int | float | bool]:
-    """Vector metadata: scalars only (lists become JSON, ``None`` is dropped), ids left out."""
-    out: dict[str, str | int | float | bool] = {}
-    if parent_id is not None:
-        out[keys.PARENT_ID] = parent_id
-    for key, value in metadata.items():
-        if value is None or key in _NOT_IN_CHROMA:
-            continue
-        if isinstance(value, (str, int, float, bool)):
-            out[key] = value
-        else:
-            out[key] = json.dumps(value, ensure_ascii=False)
-    return out
-
-
-def from_chroma(metadata: Mapping[str, Any] | None, **ids: str) -> dict[str, Any]:
-    """Undo :func:`_to_chroma`: the section path back to a list, the record's id back in."""
-    out = {**(metadata or {}), **ids}
-    path = out.get(keys.SECTION_PATH)
-    if isinstance(path, str):
-        out[keys.SECTION_PATH] = json.loads(path)
-    return out
 
 
 def _user_metadata(document: Document) -> dict[str, Any]:
@@ -339,11 +290,14 @@ class GatedParentIndex:
                 docstore = sqlite_docstore(self.directory / DOCSTORE_FILE)
             else:
                 _refuse_volatile_docstore(client)
-                from langchain_core.stores import InMemoryStore  # noqa: PLC0415
-
-                docstore = InMemoryStore()
-        self._owns_client = self.directory is not None and not client_given
-        self.client = client
+                docstore = memory_docstore()
+        self.vectors = ChromaVectors(
+            client,
+            self.name,
+            folder=self.directory / CHROMA_FOLDER
+            if self.directory is not None and not client_given
+            else None,
+        )
         self.docstore = docstore
         placement = _place(docstore, self.directory, client, self.name)
         self.journal: Journal = placement.journal
@@ -356,16 +310,21 @@ class GatedParentIndex:
         self._legacy = False
         self.config = self._load_or_create_config(parent_representation)
         self.parent_representation: ParentRepresentation = self.config["parent_representation"]
-        self._open_collections()
 
-    def _open_collections(self) -> None:
-        space: CreateCollectionConfiguration = {"hnsw": {"space": "cosine"}}
-        self.parents: Collection = self.client.get_or_create_collection(
-            f"{self.name}-parents", configuration=space, embedding_function=None
-        )
-        self.children: Collection = self.client.get_or_create_collection(
-            f"{self.name}-children", configuration=space, embedding_function=None
-        )
+    @property
+    def client(self) -> ClientAPI:
+        """The chromadb client holding the vectors."""
+        return self.vectors.client
+
+    @property
+    def parents(self) -> Collection:
+        """The Chroma collection of parent vectors."""
+        return self.vectors.parents
+
+    @property
+    def children(self) -> Collection:
+        """The Chroma collection of child vectors."""
+        return self.vectors.children
 
     @staticmethod
     def exists(directory: str | Path) -> bool:
@@ -440,30 +399,14 @@ class GatedParentIndex:
         # must never write): the writing thread holds the lock, another thread skips.
         if (
             stamp.seq != self._synced_seq
-            and self._owns_client
+            and self.vectors.folder is not None
             and self._write_lock.acquire(blocking=False)
         ):
             try:
-                self._reopen_local_vectors()
+                self.vectors.reopen()
                 self._synced_seq = stamp.seq
             finally:
                 self._write_lock.release()
-
-    def _reopen_local_vectors(self) -> None:
-        """A fresh client on the index folder's Chroma (a new view of its vector index).
-
-        chromadb shares one client system per folder within a process; dropping it from that
-        cache (a private registry of chromadb 1.x) makes the next client load the folder anew.
-        Objects still using the old system keep working until they are released.
-        """
-        import chromadb  # noqa: PLC0415
-        from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
-
-        assert self.directory is not None  # noqa: S101 (only an index that opened its folder)
-        path = str(self.directory / CHROMA_FOLDER)
-        SharedSystemClient._identifier_to_system.pop(path, None)  # noqa: SLF001
-        self.client = chromadb.PersistentClient(path=path)
-        self._open_collections()
 
     def _refuse_legacy(self) -> None:
         if self._legacy:
@@ -635,24 +578,18 @@ class GatedParentIndex:
         self.docstore.mset([(d.metadata[keys.PARENT_ID], d) for d in parents])
         if self.sparse is not None:
             self.sparse.upsert([_sparse_row(d) for d in parents])
-        self._upsert(
-            self.parents,
+        self.vectors.upsert_parents(
             [d.metadata[keys.PARENT_ID] for d in parents],
             np.concatenate([p.parent_vectors for p in prepared]),
-            [_to_chroma(d.metadata) for d in parents],
-            None,
+            [d.metadata for d in parents],
         )
         children = [d for p in prepared for d in p.children]
         if children:
-            self._upsert(
-                self.children,
+            self.vectors.upsert_children(
                 [d.metadata[keys.CHUNK_ID] for d in children],
                 np.concatenate([p.child_vectors for p in prepared]),
-                [
-                    _to_chroma(_own(d.metadata), parent_id=d.metadata[keys.PARENT_ID])
-                    for d in children
-                ],
-                None,  # a child's text is a slice of its parent's, read from the docstore
+                [_own(d.metadata) for d in children],
+                [d.metadata[keys.PARENT_ID] for d in children],
             )
         self._put_manifests(
             [
@@ -668,25 +605,6 @@ class GatedParentIndex:
                 for p in prepared
             ]
         )
-
-    def _upsert(
-        self,
-        collection: Collection,
-        ids: list[str],
-        vectors: NDArray[np.float32],
-        metadatas: list[dict[str, Any]],
-        documents: list[str] | None,
-    ) -> None:
-        """Write in batches no larger than the client's maximum (Chroma raises beyond it)."""
-        size = self.client.get_max_batch_size()
-        for start in range(0, len(ids), size):
-            end = start + size
-            collection.upsert(
-                ids=ids[start:end],
-                embeddings=vectors[start:end],
-                metadatas=metadatas[start:end],  # type: ignore[arg-type]
-                documents=documents[start:end] if documents is not None else None,
-            )
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Remove documents from all three stores; returns how many were present."""
@@ -708,11 +626,7 @@ class GatedParentIndex:
 
     def _delete_ids(self, child_ids: Sequence[str], parent_ids: Sequence[str]) -> None:
         """Children first, then parent vectors, then parents: no child outlives its parent."""
-        size = self.client.get_max_batch_size()
-        for start in range(0, len(child_ids), size):
-            self.children.delete(ids=list(child_ids[start : start + size]))
-        for start in range(0, len(parent_ids), size):
-            self.parents.delete(ids=list(parent_ids[start : start + size]))
+        self.vectors.delete(child_ids, parent_ids)
         self.docstore.mdelete(list(parent_ids))
         if self.sparse is not None:
             self.sparse.delete(list(parent_ids))
@@ -827,9 +741,7 @@ class GatedParentIndex:
         owner = {d.metadata[keys.PARENT_ID]: s.doc_id for s in splits for d in s.parents}
         if not owner or not self._has_vectors():
             return
-        found = self.parents.get(ids=list(owner), include=["metadatas"])
-        for pid, meta in zip(found["ids"], found["metadatas"] or [], strict=True):
-            other = (meta or {}).get(keys.DOC_ID)
+        for pid, other in self.vectors.parent_owners(list(owner)).items():
             if other != owner[pid]:
                 msg = (
                     f"parent id {pid!r} of document {owner[pid]!r} already belongs to document "
@@ -853,24 +765,7 @@ class GatedParentIndex:
         """The gate's search: the ``n`` parents most similar to the query vector."""
         if n < 1 or not self._has_vectors():
             return ParentHits([], [], [])
-        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
-
-        result = _read_racing(
-            lambda: self.parents.query(
-                query_embeddings=np.asarray([vector], dtype=np.float32),
-                n_results=n,
-                where=where,
-                include=["distances", "metadatas"],
-            )
-        )
-        ids = result["ids"][0]
-        distances = (result["distances"] or [[]])[0]
-        metadatas = (result["metadatas"] or [[]])[0]
-        return ParentHits(
-            list(ids),
-            similarity_from_distance(distances).tolist(),
-            [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
-        )
+        return self.vectors.search_parents(vector, n, where)
 
     def search_sparse(
         self, query: str, n: int, where: dict[str, Any] | None = None
@@ -894,21 +789,9 @@ class GatedParentIndex:
         """
         if n < 1 or not self._has_vectors():
             return []
-        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
-
         doc_ids = _doc_ids_of(where)
         child_where = None if doc_ids is None else {keys.DOC_ID: {"$in": doc_ids}}
-        result = _read_racing(
-            lambda: self.children.query(
-                query_embeddings=np.asarray([vector], dtype=np.float32),
-                n_results=n,
-                where=child_where,  # type: ignore[arg-type]
-                include=["distances"],
-            )
-        )
-        ids = result["ids"][0]
-        scores = similarity_from_distance((result["distances"] or [[]])[0]).tolist()
-        return list(zip(ids, scores, strict=True))
+        return self.vectors.search_children(vector, n, child_where)
 
     def parents_by_id(
         self, parent_ids: Sequence[str], where: dict[str, Any] | None = None
@@ -919,16 +802,7 @@ class GatedParentIndex:
         """
         if not parent_ids:
             return ParentHits([], [], [])
-        result = _read_racing(
-            lambda: self.parents.get(ids=list(parent_ids), where=where, include=["metadatas"])
-        )
-        ids = list(result["ids"])
-        metadatas = result["metadatas"] or []
-        return ParentHits(
-            ids,
-            [0.0] * len(ids),
-            [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
-        )
+        return self.vectors.parents_by_id(list(parent_ids), where)
 
     def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
         """Every child of the given parents (id → child count), with vectors, for exact scoring.
@@ -967,18 +841,15 @@ class GatedParentIndex:
         return _only_documents(rows, keep)
 
     def _read_children(self, ids: list[str], child_counts: Mapping[str, int]) -> ChildRows:
-        result = _read_racing(
-            lambda: self.children.get(ids=ids, include=["embeddings", "metadatas"])
+        found_ids, own_metadatas, vectors = self.vectors.children_rows(
+            ids, self.config["dimension"]
         )
         found = zip(child_counts, self.get_parents(list(child_counts)), strict=True)
         parents = {pid: parent for pid, parent in found if parent is not None}
         texts: list[str] = []
         metadatas: list[dict[str, Any]] = []
         keep: list[int] = []
-        for row, (cid, meta) in enumerate(
-            zip(result["ids"], result["metadatas"] or [], strict=True)
-        ):
-            own = from_chroma(meta, chunk_id=cid)
+        for row, own in enumerate(own_metadatas):
             parent = parents.get(own[keys.PARENT_ID])
             if parent is None:
                 continue
@@ -987,12 +858,7 @@ class GatedParentIndex:
             texts.append(parent.page_content[start - offset : end - offset])
             metadatas.append({**_user_of(parent.metadata), **own})
             keep.append(row)
-        vectors = np.asarray(result["embeddings"], dtype=np.float32).reshape(
-            len(result["ids"]), self.config["dimension"]
-        )
-        return ChildRows(
-            [result["ids"][row] for row in keep], texts, metadatas, vectors[keep], parents
-        )
+        return ChildRows([found_ids[row] for row in keep], texts, metadatas, vectors[keep], parents)
 
     def _has_vectors(self) -> bool:
         """Whether a write has stored vectors (until then, readers leave Chroma alone)."""
@@ -1014,16 +880,14 @@ class GatedParentIndex:
         self.refresh()
         self._refuse_legacy()
         if where:
-            from chromadb.api.types import validate_where  # noqa: PLC0415 (heavy import)
-
-            validate_where(where)
+            validate_filter(where)
         known = set(self.config.get("metadata_keys", [])) | {
             keys.DOC_ID,
             keys.PARENT_ID,
             keys.TITLE,
             keys.SOURCE,
         }
-        unknown = sorted(_filter_keys(where or {}) - known)
+        unknown = sorted(filter_keys(where or {}) - known)
         if unknown:
             msg = (
                 f"filter key(s) {', '.join(map(repr, unknown))} are not metadata of this index; "
@@ -1039,14 +903,9 @@ class GatedParentIndex:
         problems: list[str] = []
         manifests = self.journal.all_manifests()
         stored_parents = set(self.docstore.yield_keys())
-        empty: dict[str, Any] = {"ids": [], "metadatas": []}
         vectors = self._has_vectors()
-        parent_vectors = set((self.parents.get(include=[]) if vectors else empty)["ids"])
-        child_meta = self.children.get(include=["metadatas"]) if vectors else empty
-        child_parent = {
-            cid: (m or {}).get(keys.PARENT_ID)
-            for cid, m in zip(child_meta["ids"], child_meta["metadatas"] or [], strict=True)
-        }
+        parent_vectors = self.vectors.parent_ids() if vectors else set()
+        child_parent = self.vectors.child_parents() if vectors else {}
         expected_parents = {p for m in manifests.values() for p in m.get("parents", [])}
         expected_children = {c for m in manifests.values() for c in m.get("children", [])}
         checks = [
@@ -1073,10 +932,11 @@ class GatedParentIndex:
         """Counts, size on disk and the embedding model, for ``gated-parent stats``."""
         self.refresh()
         self._refuse_legacy()
+        parents, children = self.vectors.counts() if self._has_vectors() else (0, 0)
         return {
             "documents": len(self.journal.doc_ids()),
-            "parents": self.parents.count() if self._has_vectors() else 0,
-            "children": self.children.count() if self._has_vectors() else 0,
+            "parents": parents,
+            "children": children,
             "bytes_on_disk": self.disk_bytes(),
             "embedding_model": self.config["embedding_model"],
             "dimension": self.config["dimension"],
@@ -1137,38 +997,6 @@ def _prepare_directory(directory: Path) -> None:
             "choose a writable folder"
         )
         raise ValueError(msg) from error
-
-
-class ConcurrentWriteError(RuntimeError):
-    """A read kept colliding with another process's writes; retrying the query later works."""
-
-
-def _read_racing(read: Callable[[], _T]) -> _T:
-    """Run a Chroma read, retrying the transient error Chroma gives when it races a delete.
-
-    Chroma (1.5) can fail a read with ``InternalError: ... Error finding id`` when a record
-    its vector index matched is deleted before it is fetched: on a server beside a deleting
-    writer, and in a local folder when another process deleted records this process's copy of
-    the vector index still holds. A later attempt sees the delete; the pauses double from
-    10 ms. If every attempt fails the read is refused with :class:`ConcurrentWriteError`.
-    Other errors are raised at once.
-    """
-    from chromadb.errors import InternalError  # noqa: PLC0415 (chromadb loads with the index)
-
-    for attempt in range(READ_ATTEMPTS):
-        try:
-            return read()
-        except InternalError as error:  # noqa: PERF203 (a bounded retry loop)
-            if "Error finding id" not in str(error):
-                raise
-            logger.debug("a read raced a delete (attempt %d), retrying: %s", attempt + 1, error)
-            last = error
-            time.sleep(0.01 * 2**attempt)
-    msg = (
-        f"the index kept changing under this read ({READ_ATTEMPTS} attempts: Chroma reported "
-        "a record deleted by another process's write); retry the query"
-    )
-    raise ConcurrentWriteError(msg) from last
 
 
 def _refuse_non_documents(documents: object) -> None:
@@ -1296,9 +1124,8 @@ def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:
 
 def _refuse_volatile_docstore(client: ClientAPI) -> None:
     """A durable vector store beside an in-memory docstore loses every parent on exit."""
-    settings = client.get_settings()
-    if settings.is_persistent or "fastapi" in str(settings.chroma_api_impl).lower():
-        kind = "persistent" if settings.is_persistent else "remote"
+    kind = is_durable(client)
+    if kind is not None:
         msg = (
             f"a {kind} chromadb client needs a persistent docstore, or its vectors outlive "
             "their parents: pass directory=... (a SQLite docstore in that folder) or "
@@ -1314,8 +1141,7 @@ def _place(
     placement = journals.place(docstore, directory, index_name=name, sqlite_file=DOCSTORE_FILE)
     if placement is not None:
         return placement
-    settings = client.get_settings()
-    if settings.is_persistent or "fastapi" in str(settings.chroma_api_impl).lower():
+    if is_durable(client) is not None:
         msg = (
             f"with a {type(docstore).__name__} docstore the index has nowhere durable to keep "
             "its own records and writer lock: pass directory=... (they go into that folder) "
@@ -1346,15 +1172,3 @@ def _doc_ids_of(where: dict[str, Any] | None) -> list[str] | None:
     if isinstance(value, (str, int)):
         return [str(value)]
     return None
-
-
-def _filter_keys(where: dict[str, Any]) -> set[str]:
-    """Metadata keys a Chroma ``where`` filter refers to (through ``$and``/``$or``)."""
-    found: set[str] = set()
-    for key, value in where.items():
-        if key in {"$and", "$or"}:
-            for clause in value:
-                found |= _filter_keys(clause)
-        else:
-            found.add(key)
-    return found

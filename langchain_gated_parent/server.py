@@ -44,8 +44,9 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import AfterValidator
 
-from langchain_gated_parent.index import ConcurrentWriteError, GatedParentIndex
+from langchain_gated_parent.index import GatedParentIndex
 from langchain_gated_parent.retriever import GatedParentRetriever
+from langchain_gated_parent.stores.chroma import ConcurrentWriteError
 
 try:
     import uvicorn

@@ -17,7 +17,7 @@ from langchain_gated_parent import params
 from langchain_gated_parent.cli.common import EXIT_FAILURE, EXIT_USAGE, echo, open_index, refused
 from langchain_gated_parent.cli.options import add_index_option, filter_pair
 from langchain_gated_parent.cli.output import result_record, table
-from langchain_gated_parent.index import ConcurrentWriteError
+from langchain_gated_parent.stores.chroma import ConcurrentWriteError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -157,7 +157,7 @@ def place(
 ) -> Placement | None:
     """Put the journal beside the docstore and the lock where every writer can see it.
 
-    * A SQL docstore (:func:`~langchain_gated_parent.index.sql_docstore`): the journal in its
+    * A SQL docstore (:func:`~.docstore.sql_docstore`): the journal in its
       database under the namespace ``<docstore namespace>/gated-parent-journal``; the lock is
       a PostgreSQL advisory lock in that database, or else a lock file (in the index folder,
       or beside the SQLite file).

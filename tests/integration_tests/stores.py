@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_gated_parent.index import GatedParentIndex, sql_docstore
+from langchain_gated_parent.index import GatedParentIndex
+from langchain_gated_parent.stores.docstore import sql_docstore
 from langchain_gated_parent.stores.journal import JOURNAL_NAMESPACE_SUFFIX
 from langchain_gated_parent.stores.sparse import open_sparse
 

@@ -6,7 +6,7 @@ The ``backend`` fixture gives each test fresh stores on:
   waited for through its heartbeat, stopped at the end), reached through
   ``chromadb.HttpClient``; parents in SQLite.
 * ``postgres``: parents in PostgreSQL through ``SQLStore``
-  (:func:`langchain_gated_parent.index.sql_docstore`) at ``GATED_PARENT_POSTGRES_URL``;
+  (:func:`langchain_gated_parent.stores.docstore.sql_docstore`) at ``GATED_PARENT_POSTGRES_URL``;
   vectors in a local Chroma. Without the variable the tests SKIP, saying how to enable them;
   under ``CI=true`` they FAIL instead, so CI cannot pass without running them.
 

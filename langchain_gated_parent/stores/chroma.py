@@ -1,0 +1,316 @@
+"""The index's vectors in Chroma: one collection of parent vectors, one of child vectors.
+
+Everything that knows Chroma's API lives here: metadata converted to and from what Chroma
+stores, writes and deletes batched to the client's maximum, reads retried while they race
+another process's delete, and a local folder's view reopened when another process wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from langchain_gated_parent import keys
+from langchain_gated_parent.records import ParentHits
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
+
+    from chromadb.api import ClientAPI
+    from chromadb.api.collection_configuration import CreateCollectionConfiguration
+    from chromadb.api.models.Collection import Collection
+    from numpy.typing import NDArray
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+READ_ATTEMPTS = 7
+"""Attempts of a Chroma read that races a delete (see :func:`read_racing`): about 1.3 s in all."""
+
+NOT_IN_CHROMA = frozenset(
+    {keys.CHUNK_ID, keys.PARENT_ID, keys.SECTION_ID, keys.TOKENS, keys.FORMAT}
+)
+"""Kept out of vector metadata: the record's own id and what no query needs (each key costs a
+row and an index entry per vector). A child's ``parent_id`` goes back in: the gate filters on
+it. The docstore keeps every parent's full metadata."""
+
+
+class ConcurrentWriteError(RuntimeError):
+    """A read kept colliding with another process's writes; retrying the query later works."""
+
+
+def to_chroma(
+    metadata: Mapping[str, Any], *, parent_id: str | None = None
+) -> dict[str, str | int | float | bool]:
+    """Vector metadata: scalars only (lists become JSON, ``None`` is dropped), ids left out."""
+    out: dict[str, str | int | float | bool] = {}
+    if parent_id is not None:
+        out[keys.PARENT_ID] = parent_id
+    for key, value in metadata.items():
+        if value is None or key in NOT_IN_CHROMA:
+            continue
+        if isinstance(value, (str, int, float, bool)):
+            out[key] = value
+        else:
+            out[key] = json.dumps(value, ensure_ascii=False)
+    return out
+
+
+def from_chroma(metadata: Mapping[str, Any] | None, **ids: str) -> dict[str, Any]:
+    """Undo :func:`to_chroma`: the section path back to a list, the record's id back in."""
+    out = {**(metadata or {}), **ids}
+    path = out.get(keys.SECTION_PATH)
+    if isinstance(path, str):
+        out[keys.SECTION_PATH] = json.loads(path)
+    return out
+
+
+def read_racing(read: Callable[[], _T]) -> _T:
+    """Run a Chroma read, retrying the transient error Chroma gives when it races a delete.
+
+    Chroma (1.5) can fail a read with ``InternalError: ... Error finding id`` when a record
+    its vector index matched is deleted before it is fetched: on a server beside a deleting
+    writer, and in a local folder when another process deleted records this process's copy of
+    the vector index still holds. A later attempt sees the delete; the pauses double from
+    10 ms. If every attempt fails the read is refused with :class:`ConcurrentWriteError`.
+    Other errors are raised at once.
+    """
+    from chromadb.errors import InternalError  # noqa: PLC0415 (chromadb loads with the index)
+
+    for attempt in range(READ_ATTEMPTS):
+        try:
+            return read()
+        except InternalError as error:  # noqa: PERF203 (a bounded retry loop)
+            if "Error finding id" not in str(error):
+                raise
+            logger.debug("a read raced a delete (attempt %d), retrying: %s", attempt + 1, error)
+            last = error
+            time.sleep(0.01 * 2**attempt)
+    msg = (
+        f"the index kept changing under this read ({READ_ATTEMPTS} attempts: Chroma reported "
+        "a record deleted by another process's write); retry the query"
+    )
+    raise ConcurrentWriteError(msg) from last
+
+
+def is_durable(client: ClientAPI) -> str | None:
+    """``"persistent"`` or ``"remote"`` for a client whose vectors outlive the process."""
+    settings = client.get_settings()
+    if settings.is_persistent:
+        return "persistent"
+    if "fastapi" in str(settings.chroma_api_impl).lower():
+        return "remote"
+    return None
+
+
+def validate_filter(where: dict[str, Any]) -> None:
+    """Refuse a malformed Chroma ``where`` filter (Chroma's own check, with its message)."""
+    from chromadb.api.types import validate_where  # noqa: PLC0415 (heavy import)
+
+    validate_where(where)
+
+
+def filter_keys(where: Mapping[str, Any]) -> set[str]:
+    """Metadata keys a Chroma ``where`` filter refers to (through ``$and``/``$or``)."""
+    found: set[str] = set()
+    for key, value in where.items():
+        if key in {"$and", "$or"}:
+            for clause in value:
+                found |= filter_keys(clause)
+        else:
+            found.add(key)
+    return found
+
+
+class ChromaVectors:
+    """The parent and child vector collections of one index, named ``{name}-parents/children``.
+
+    Args:
+        client: the chromadb client holding the collections.
+        name: the index's name, the prefix of its two collections.
+        folder: the local folder of a ``PersistentClient`` this object opened itself; only
+            such a view is reopened by :meth:`reopen` (a client given by the caller is theirs).
+    """
+
+    def __init__(self, client: ClientAPI, name: str, *, folder: Path | None = None) -> None:
+        """Open (or create) the two collections."""
+        self.client = client
+        self.name = name
+        self.folder = folder
+        self._open_collections()
+
+    def _open_collections(self) -> None:
+        space: CreateCollectionConfiguration = {"hnsw": {"space": "cosine"}}
+        self.parents: Collection = self.client.get_or_create_collection(
+            f"{self.name}-parents", configuration=space, embedding_function=None
+        )
+        self.children: Collection = self.client.get_or_create_collection(
+            f"{self.name}-children", configuration=space, embedding_function=None
+        )
+
+    def reopen(self) -> None:
+        """A fresh client on the folder's Chroma (a new view of its vector index).
+
+        chromadb shares one client system per folder within a process; dropping it from that
+        cache (a private registry of chromadb 1.x) makes the next client load the folder anew.
+        Objects still using the old system keep working until they are released.
+        """
+        import chromadb  # noqa: PLC0415
+        from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
+
+        assert self.folder is not None  # noqa: S101 (only a view this object opened)
+        path = str(self.folder)
+        SharedSystemClient._identifier_to_system.pop(path, None)  # noqa: SLF001
+        self.client = chromadb.PersistentClient(path=path)
+        self._open_collections()
+
+    # ------------------------------------------------------------------ writing
+    def upsert_parents(
+        self, ids: list[str], vectors: NDArray[np.float32], metadatas: list[dict[str, Any]]
+    ) -> None:
+        """Store parent vectors with their metadata (converted by :func:`to_chroma`)."""
+        self._upsert(self.parents, ids, vectors, [to_chroma(m) for m in metadatas])
+
+    def upsert_children(
+        self,
+        ids: list[str],
+        vectors: NDArray[np.float32],
+        metadatas: list[dict[str, Any]],
+        parent_ids: list[str],
+    ) -> None:
+        """Store child vectors without text: a child's text is a slice of its parent's."""
+        self._upsert(
+            self.children,
+            ids,
+            vectors,
+            [to_chroma(m, parent_id=p) for m, p in zip(metadatas, parent_ids, strict=True)],
+        )
+
+    def _upsert(
+        self,
+        collection: Collection,
+        ids: list[str],
+        vectors: NDArray[np.float32],
+        metadatas: list[dict[str, str | int | float | bool]],
+    ) -> None:
+        """Write in batches no larger than the client's maximum (Chroma raises beyond it)."""
+        size = self.client.get_max_batch_size()
+        for start in range(0, len(ids), size):
+            end = start + size
+            collection.upsert(
+                ids=ids[start:end],
+                embeddings=vectors[start:end],
+                metadatas=metadatas[start:end],  # type: ignore[arg-type]
+            )
+
+    def delete(self, child_ids: Sequence[str], parent_ids: Sequence[str]) -> None:
+        """Children first, then parents: no child vector outlives its parent's."""
+        size = self.client.get_max_batch_size()
+        for start in range(0, len(child_ids), size):
+            self.children.delete(ids=list(child_ids[start : start + size]))
+        for start in range(0, len(parent_ids), size):
+            self.parents.delete(ids=list(parent_ids[start : start + size]))
+
+    # ------------------------------------------------------------------ reading
+    def parent_owners(self, parent_ids: list[str]) -> dict[str, Any]:
+        """The document each stored parent vector belongs to (absent ids are left out)."""
+        found = self.parents.get(ids=parent_ids, include=["metadatas"])
+        return {
+            pid: (meta or {}).get(keys.DOC_ID)
+            for pid, meta in zip(found["ids"], found["metadatas"] or [], strict=True)
+        }
+
+    def search_parents(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None
+    ) -> ParentHits:
+        """The ``n`` parents most similar to the query vector, scored as similarities."""
+        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
+
+        result = read_racing(
+            lambda: self.parents.query(
+                query_embeddings=np.asarray([vector], dtype=np.float32),
+                n_results=n,
+                where=where,
+                include=["distances", "metadatas"],
+            )
+        )
+        ids = result["ids"][0]
+        distances = (result["distances"] or [[]])[0]
+        metadatas = (result["metadatas"] or [[]])[0]
+        return ParentHits(
+            list(ids),
+            similarity_from_distance(distances).tolist(),
+            [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
+        )
+
+    def search_children(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` child vectors nearest the query, as ``(child_id, similarity)``.
+
+        Distances only: a child's id names its parent, so no metadata row is read.
+        """
+        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
+
+        result = read_racing(
+            lambda: self.children.query(
+                query_embeddings=np.asarray([vector], dtype=np.float32),
+                n_results=n,
+                where=where,
+                include=["distances"],
+            )
+        )
+        ids = result["ids"][0]
+        scores = similarity_from_distance((result["distances"] or [[]])[0]).tolist()
+        return list(zip(ids, scores, strict=True))
+
+    def parents_by_id(self, parent_ids: list[str], where: dict[str, Any] | None) -> ParentHits:
+        """Stored parents by id with their metadata (scores 0), those failing ``where`` left out."""
+        result = read_racing(
+            lambda: self.parents.get(ids=parent_ids, where=where, include=["metadatas"])
+        )
+        ids = list(result["ids"])
+        return ParentHits(
+            ids,
+            [0.0] * len(ids),
+            [
+                from_chroma(m, parent_id=i)
+                for i, m in zip(ids, result["metadatas"] or [], strict=True)
+            ],
+        )
+
+    def children_rows(
+        self, ids: list[str], dimension: int
+    ) -> tuple[list[str], list[dict[str, Any]], NDArray[np.float32]]:
+        """Stored children by id: their ids, own metadata and vectors (absent ids left out)."""
+        result = read_racing(
+            lambda: self.children.get(ids=ids, include=["embeddings", "metadatas"])
+        )
+        found = list(result["ids"])
+        metadatas = [
+            from_chroma(meta, chunk_id=cid)
+            for cid, meta in zip(found, result["metadatas"] or [], strict=True)
+        ]
+        vectors = np.asarray(result["embeddings"], dtype=np.float32).reshape(len(found), dimension)
+        return found, metadatas, vectors
+
+    def parent_ids(self) -> set[str]:
+        """Every stored parent vector's id."""
+        return set(self.parents.get(include=[])["ids"])
+
+    def child_parents(self) -> dict[str, Any]:
+        """Every stored child vector's id, to the parent id it names."""
+        found = self.children.get(include=["metadatas"])
+        return {
+            cid: (meta or {}).get(keys.PARENT_ID)
+            for cid, meta in zip(found["ids"], found["metadatas"] or [], strict=True)
+        }
+
+    def counts(self) -> tuple[int, int]:
+        """How many parent and child vectors are stored."""
+        return self.parents.count(), self.children.count()
