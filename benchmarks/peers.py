@@ -554,6 +554,8 @@ GATED_VARIANTS: dict[str, GatedVariant] = {
             "fill": False,
             "lexical_weight": 0.0,
             "title_weight": 0.0,
+            "sparse_weight": 0.0,
+            "child_weight": 0.0,
         },
     ),
     "gated-parents": GatedVariant(retriever={"k": GATED_K}, return_parents=True),
@@ -562,6 +564,10 @@ GATED_VARIANTS: dict[str, GatedVariant] = {
     "gated-hard": GatedVariant(retriever={"k": GATED_K, "fill": False}),
     "gated-dense": GatedVariant(
         retriever={"k": GATED_K, "lexical_weight": 0.0, "title_weight": 0.0}
+    ),
+    # The gate before the hybrid one: candidates from the parent-vector search only.
+    "gated-dense-gate": GatedVariant(
+        retriever={"k": GATED_K, "sparse_weight": 0.0, "child_weight": 0.0}
     ),
 }
 """Gated variants by name; add one with a line here."""
