@@ -42,7 +42,7 @@ EXPECTED_COUNTS = {
     "children.upsert": 5,
     "children.delete": 3,
     "sparse.upsert": 5,
-    "sparse.delete": 9,
+    "sparse.delete": 7,
 }
 """Store writes of one uninterrupted run of the workload; the kill points below are within."""
 
@@ -66,7 +66,7 @@ KILL_POINTS = [
     ("sparse.upsert", 1, "after"),  # parents searchable by terms, no vectors yet
     ("sparse.upsert", 4, "before"),
     ("sparse.delete", 5, "before"),  # in the deletes: docstore rows gone, term rows not yet
-    ("sparse.delete", 9, "after"),
+    ("sparse.delete", 7, "after"),  # the last delete of the run
 ]
 """Injected SIGKILLs: (store write, call number, before or after the call)."""
 
