@@ -1,4 +1,4 @@
-"""Interleaved query latency: flat-para and gated timed question by question, in one process.
+"""Interleaved query latency: flat-para, flat-hybrid and gated timed question by question.
 
 Usage:
     .. code-block:: bash
@@ -6,10 +6,11 @@ Usage:
         python -m benchmarks.latency --data ../shared/data/qasper/dev.jsonl --setting paper
 
 ``benchmarks.qasper`` times each retriever in its own process, one after the other, so on a
-shared machine a load spike can land on one retriever and not the other. Here both indexes are
-built in one process and every question is asked of each in turn (order alternating), with the
-query embedded live, so both see the same load. Prints p50/p95 per retriever and the ratio of
-the gated to the flat median.
+shared machine a load spike can land on one retriever and not the other. Here every index is
+built in one process and every question is asked of each in turn (order rotating), with the
+query embedded live, so all see the same load. Prints p50/p95 per retriever and the ratio of
+each median to flat-para's. Retrievers: flat-para, flat-hybrid, gated (the defaults) and
+gated-dense-gate (the gate before the hybrid one).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from pathlib import Path
 
 from benchmarks.embedding_cache import CachedEmbeddings
 from benchmarks.metrics import percentile
-from benchmarks.peers import GATED_K, FlatParagraphs, GatedPeer, GatedVariant, Peer
+from benchmarks.peers import PEERS, Peer
 from benchmarks.qasper import DEFAULT_CACHE_DIR
 from benchmarks.qasper_data import load_papers
 
 WARMUP = 5
+RETRIEVERS = ("flat-para", "flat-hybrid", "gated", "gated-dense-gate")
 
 
 def main() -> None:
@@ -41,10 +43,9 @@ def main() -> None:
 
     papers = load_papers(args.data, args.limit_papers)
     embeddings = CachedEmbeddings(MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite")
-    peers: list[Peer] = [
-        FlatParagraphs(name="flat-para"),
-        GatedPeer(name="gated", variant=GatedVariant(retriever={"k": GATED_K})),
-    ]
+    peers: list[Peer] = [PEERS[name]() for name in RETRIEVERS]
+    for peer in peers:
+        peer.setting = args.setting
     questions = [
         (q.question, p.paper_id if args.setting == "paper" else None)
         for p in papers
@@ -58,20 +59,20 @@ def main() -> None:
             for peer in peers:
                 peer.search(question, paper_id)
         for n, (question, paper_id) in enumerate(questions):
-            for peer in peers if n % 2 == 0 else reversed(peers):
+            for peer in peers[n % len(peers) :] + peers[: n % len(peers)]:
                 started = time.perf_counter()
                 peer.search(question, paper_id)
                 timings[peer.name].append(1000 * (time.perf_counter() - started))
         for peer in peers:
             peer.close()
     print(f"{args.setting} setting, {len(questions)} questions, interleaved")
+    base = statistics.median(timings["flat-para"])
     for name, values in timings.items():
         print(
-            f"{name:10s} p50 {statistics.median(values):6.1f} ms  "
-            f"p95 {percentile(values, 95):6.1f} ms"
+            f"{name:16s} p50 {statistics.median(values):6.1f} ms  "
+            f"p95 {percentile(values, 95):6.1f} ms  "
+            f"p50 / flat-para {statistics.median(values) / base:.2f}x"
         )
-    ratio = statistics.median(timings["gated"]) / statistics.median(timings["flat-para"])
-    print(f"gated / flat-para p50: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

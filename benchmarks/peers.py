@@ -11,6 +11,9 @@ Peers:
 * ``flat-chunk``: ``RecursiveCharacterTextSplitter(1000, 100)`` over each paper's Markdown, top 30.
 * ``bm25-para``: rank-bm25 ``BM25Okapi`` over paragraphs (lowercased ``\\w\\w+`` tokens, no
   stop words), top 60; the paper setting uses one index per paper, the corpus setting one index.
+* ``flat-hybrid``: LangChain's ``EnsembleRetriever`` over ``BM25Retriever`` (same tokens as
+  ``bm25-para``) and the ``flat-para`` collection as a LangChain ``Chroma`` retriever, weights
+  0.5/0.5 (its weighted reciprocal-rank fusion, c=60), each side top 60, top 60 returned.
 * ``lc-pdr``: LangChain ``ParentDocumentRetriever``; parents = whole sections (heading and
   paragraphs), children = ``RecursiveCharacterTextSplitter(400, 0)``, 20 children; returns sections.
 * ``llamaindex-automerging``: ``HierarchicalNodeParser([2048, 512, 128])`` leaves in a
@@ -285,6 +288,74 @@ class BM25Paragraphs(Peer):
         )
 
 
+# --------------------------------------------------------------------------- LangChain hybrid
+
+
+@dataclass
+class FlatHybrid(FlatParagraphs):
+    """``flat-hybrid``: ``EnsembleRetriever([BM25Retriever, Chroma retriever], [0.5, 0.5])``.
+
+    The hybrid recipe LangChain users pick today. ``BM25Retriever`` has no filter, so the paper
+    setting keeps one per paper (as ``bm25-para`` does) and the corpus setting one over every
+    paragraph; the dense side is the ``flat-para`` collection behind ``langchain_chroma.Chroma``.
+    """
+
+    _bm25: dict[str | None, Any] = field(default_factory=dict, init=False, repr=False)
+    _vectorstore: Any = field(default=None, init=False, repr=False)
+
+    def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
+        from langchain_chroma import Chroma
+        from langchain_community.retrievers import BM25Retriever
+        from langchain_core.documents import Document
+
+        vectors = super().build(papers, directory, embeddings)
+        self._vectorstore = Chroma(
+            client=self._client,
+            collection_name=self.name.replace("-", "_"),
+            embedding_function=embeddings,
+        )
+        docs: dict[str | None, list[Document]] = {}
+        for paper in papers:
+            for para in paper.paragraphs:
+                doc = Document(
+                    page_content=para.text,
+                    metadata={DOC_ID: paper.paper_id, START: para.start, END: para.end},
+                )
+                key = paper.paper_id if self.setting == "paper" else None
+                docs.setdefault(key, []).append(doc)
+        for key, group in docs.items():
+            self._bm25[key] = BM25Retriever.from_documents(
+                group, k=self.k, preprocess_func=bm25_tokenize
+            )
+        (directory / "bm25").mkdir(parents=True, exist_ok=True)
+        with (directory / "bm25" / "retrievers.pkl").open("wb") as fh:
+            pickle.dump(self._bm25, fh)
+        return vectors
+
+    def search(self, question: str, paper_id: str | None) -> SearchResult:
+        from langchain_classic.retrievers import EnsembleRetriever
+
+        search_kwargs: dict[str, Any] = {"k": self.k}
+        if paper_id is not None:
+            search_kwargs["filter"] = {DOC_ID: paper_id}
+        ensemble = EnsembleRetriever(
+            retrievers=[
+                self._bm25[paper_id],
+                self._vectorstore.as_retriever(search_kwargs=search_kwargs),
+            ],
+            weights=[0.5, 0.5],
+        )
+        docs = ensemble.invoke(question)[: self.k]
+        spans = [
+            (str(d.metadata[DOC_ID]), int(d.metadata[START]), int(d.metadata[END])) for d in docs
+        ]
+        return SearchResult(texts=[d.page_content for d in docs], spans=spans)
+
+    def close(self) -> None:
+        self._vectorstore = None
+        super().close()
+
+
 # --------------------------------------------------------------------------- LangChain PDR
 
 
@@ -493,6 +564,8 @@ GATED_VARIANTS: dict[str, GatedVariant] = {
             "fill": False,
             "lexical_weight": 0.0,
             "title_weight": 0.0,
+            "sparse_weight": 0.0,
+            "child_weight": 0.0,
         },
     ),
     "gated-parents": GatedVariant(retriever={"k": GATED_K}, return_parents=True),
@@ -501,6 +574,10 @@ GATED_VARIANTS: dict[str, GatedVariant] = {
     "gated-hard": GatedVariant(retriever={"k": GATED_K, "fill": False}),
     "gated-dense": GatedVariant(
         retriever={"k": GATED_K, "lexical_weight": 0.0, "title_weight": 0.0}
+    ),
+    # The gate before the hybrid one: candidates from the parent-vector search only.
+    "gated-dense-gate": GatedVariant(
+        retriever={"k": GATED_K, "sparse_weight": 0.0, "child_weight": 0.0}
     ),
 }
 """Gated variants by name; add one with a line here."""
@@ -585,6 +662,7 @@ PEERS: dict[str, Callable[[], Peer]] = {
     "flat-para": lambda: FlatParagraphs(name="flat-para"),
     "flat-chunk": lambda: FlatChunks(name="flat-chunk"),
     "bm25-para": lambda: BM25Paragraphs(name="bm25-para"),
+    "flat-hybrid": lambda: FlatHybrid(name="flat-hybrid"),
     "lc-pdr": lambda: LangChainParentDocument(name="lc-pdr"),
     "llamaindex-automerging": lambda: LlamaIndexAutoMerging(name="llamaindex-automerging"),
 }
@@ -595,6 +673,7 @@ DEFAULT_RETRIEVERS = (
     "flat-para",
     "flat-chunk",
     "bm25-para",
+    "flat-hybrid",
     "lc-pdr",
     "llamaindex-automerging",
     *GATED_VARIANTS,

@@ -37,6 +37,7 @@ The metric specification is ``/work/shared/data/qasper/README.md``; see
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import gc
 import hashlib
@@ -150,7 +151,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     from langchain_gated_parent.embeddings import MiniLMEmbeddings
     from langchain_gated_parent.tokens import get_encoding
 
-    papers = load_papers(Path(args.data), args.limit_papers)
+    papers = load_corpus(args.data, args.limit_papers)
     embeddings = CachedEmbeddings(
         MiniLMEmbeddings(), Path(args.cache_dir) / "embeddings.sqlite", batch_size=512
     )
@@ -246,6 +247,23 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 # --------------------------------------------------------------------------- orchestration
 
 
+def load_corpus(paths: list[str], limit: int | None) -> list[Paper]:
+    """The papers of every file, the questions of the last one only.
+
+    ``--data train.jsonl --data dev.jsonl`` indexes train and dev together (a bigger corpus)
+    and asks dev's questions; ``limit`` keeps the first ``limit`` papers of each file.
+    """
+    papers: list[Paper] = []
+    seen: set[str] = set()
+    for n, path in enumerate(paths, start=1):
+        for paper in load_papers(Path(path), limit):
+            if paper.paper_id in seen:
+                continue
+            seen.add(paper.paper_id)
+            papers.append(paper if n == len(paths) else dataclasses.replace(paper, questions=()))
+    return papers
+
+
 def _data_fingerprint(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
@@ -259,8 +277,7 @@ def _spawn_worker(args: argparse.Namespace, name: str, phase: str, out_file: Pat
         name,
         "--phase",
         phase,
-        "--data",
-        str(args.data),
+        *(arg for path in args.data for arg in ("--data", str(path))),
         "--setting",
         args.setting,
         "--cache-dir",
@@ -427,7 +444,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.peers import DEFAULT_RETRIEVERS, GATED_VARIANTS, PEERS
 
     started = time.perf_counter()
-    data = Path(args.data)
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir = Path(args.cache_dir)
@@ -447,9 +463,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             logger.warning("langchain_gated_parent.index is not importable: skipping gated")
             names = [n for n in names if n not in GATED_VARIANTS]
 
-    papers = load_papers(data, args.limit_papers)
+    papers = load_corpus(args.data, args.limit_papers)
     n_questions = sum(len(p.questions) for p in papers)
-    fingerprint = f"{_data_fingerprint(data)}:{args.limit_papers}"
+    fingerprint = "+".join(_data_fingerprint(Path(d)) for d in args.data)
+    fingerprint = f"{fingerprint}:{args.limit_papers}"
     if args.pdf_dir is not None:
         fingerprint += ":pdf"
     markers_path, markers = _warm_markers(cache_dir)
@@ -500,7 +517,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "questions": n_questions,
         "papers": len(papers),
         "setting": args.setting,
-        "data": str(data),
+        "data": args.data[0] if len(args.data) == 1 else args.data,
         "embeddings": model,
         "machine": _machine(),
         "versions": _versions(),
@@ -539,7 +556,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.qasper", description=__doc__)
-    parser.add_argument("--data", required=True, help="QASPER-format jsonl (one paper a line)")
+    parser.add_argument(
+        "--data",
+        required=True,
+        action="append",
+        help="QASPER-format jsonl (one paper a line); given twice, the papers of both are "
+        "indexed and the questions of the last are asked",
+    )
     parser.add_argument("--setting", choices=("paper", "corpus"), default="paper")
     parser.add_argument("--out", help="output directory (results.json, per_question.jsonl)")
     parser.add_argument("--retrievers", help="comma-separated names (default: all available)")

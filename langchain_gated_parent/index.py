@@ -42,6 +42,7 @@ from langchain_gated_parent.prepare import (
     attach,
     content_hash,
     document_metadata,
+    heading_context,
     lay_out,
     normalized,
     own_metadata,
@@ -79,6 +80,7 @@ from langchain_gated_parent.stores.chroma import (
 )
 from langchain_gated_parent.stores.docstore import memory_docstore, sqlite_docstore
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
+from langchain_gated_parent.stores.sparse import SparseRow, open_sparse
 from langchain_gated_parent.structure import warn_flat_structure
 
 if TYPE_CHECKING:
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
     from langchain_gated_parent.retriever import GatedParentRetriever
     from langchain_gated_parent.splitters import ParentChildSplit
     from langchain_gated_parent.stores.journal import Journal, Placement
+    from langchain_gated_parent.stores.sparse import SparseIndex
 
 logger = logging.getLogger(__name__)
 
@@ -262,6 +265,7 @@ class GatedParentIndex:
         placement = _place(docstore, self.directory, client, self.name)
         self.journal: Journal = placement.journal
         self.writer_lock = placement.lock
+        self.sparse: SparseIndex | None = open_sparse(docstore, self.name)
         self._stamp = self.journal.stamp()
         self._config_version = self._stamp.config
         self._synced_seq = self._stamp.seq
@@ -573,6 +577,8 @@ class GatedParentIndex:
         self._delete_ids(stale_children, stale_parents)
         parents = [d for p in prepared for d in p.parents]
         self.docstore.mset([(d.metadata[keys.PARENT_ID], d) for d in parents])
+        if self.sparse is not None:
+            self.sparse.upsert([_sparse_row(d) for d in parents])
         self.vectors.upsert_parents(
             [d.metadata[keys.PARENT_ID] for d in parents],
             np.concatenate([p.parent_vectors for p in prepared]),
@@ -631,6 +637,8 @@ class GatedParentIndex:
         """Children first, then parent vectors, then parents: no child outlives its parent."""
         self.vectors.delete(child_ids, parent_ids)
         self.docstore.mdelete(list(parent_ids))
+        if self.sparse is not None:
+            self.sparse.delete(list(parent_ids))
 
     def recover(self) -> list[str]:
         """Roll back documents whose last write did not finish; returns their ids.
@@ -766,6 +774,43 @@ class GatedParentIndex:
         if n < 1 or not self._has_vectors():
             return ParentHits([], [], [])
         return self.vectors.search_parents(vector, n, where)
+
+    def search_sparse(
+        self, query: str, n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """The gate's term search: the ``n`` best ``(parent_id, score)`` of the sparse index.
+
+        A filter on ``doc_id`` alone is applied in the search; any other filter is applied by
+        :meth:`parents_by_id` afterwards, so over-fetch for it. Empty without a sparse index.
+        """
+        if self.sparse is None or n < 1:
+            return []
+        return self.sparse.search(query, n, _doc_ids_of(where))
+
+    def search_children(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` children nearest the query vector, as ``(child_id, score in [0, 1])``.
+
+        Only a ``doc_id`` filter is applied here (children store no user metadata); the
+        parents they point to are filtered by :meth:`parents_by_id`.
+        """
+        if n < 1 or not self._has_vectors():
+            return []
+        doc_ids = _doc_ids_of(where)
+        child_where = None if doc_ids is None else {keys.DOC_ID: {"$in": doc_ids}}
+        return self.vectors.search_children(vector, n, child_where)
+
+    def parents_by_id(
+        self, parent_ids: Sequence[str], where: dict[str, Any] | None = None
+    ) -> ParentHits:
+        """Parents found by another search than the vector one, with their metadata.
+
+        Those that fail ``where`` are left out; scores are not known here (all 0).
+        """
+        if not parent_ids:
+            return ParentHits([], [], [])
+        return self.vectors.parents_by_id(list(parent_ids), where)
 
     def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
         """Every child of the given parents (id → child count), with vectors, for exact scoring.
@@ -1006,3 +1051,26 @@ def _place(
 async def _run(storage: Executor, function: Callable[..., _T], *args: Any) -> _T:
     """Run a storage step on ``storage`` in a copy of the caller's context (tracing sees it)."""
     return await run_in_executor(storage, copy_context().run, function, *args)
+
+
+def _sparse_row(parent: Document) -> SparseRow:
+    meta = parent.metadata
+    return SparseRow(
+        parent_id=meta[keys.PARENT_ID],
+        doc_id=str(meta[keys.DOC_ID]),
+        text=heading_context(meta, parent.page_content),
+    )
+
+
+def _doc_ids_of(where: dict[str, Any] | None) -> list[str] | None:
+    """The documents a filter on ``doc_id`` alone allows (``None``: no such filter)."""
+    if not where or set(where) != {keys.DOC_ID}:
+        return None
+    value = where[keys.DOC_ID]
+    if isinstance(value, dict) and set(value) == {"$eq"}:
+        value = value["$eq"]
+    if isinstance(value, dict) and set(value) == {"$in"}:
+        return [str(v) for v in value["$in"]]
+    if isinstance(value, (str, int)):
+        return [str(value)]
+    return None

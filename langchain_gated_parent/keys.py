@@ -62,3 +62,6 @@ CHILD_SCORE = "child_score"
 """The child's own similarity to the query, in [0, 1]."""
 GATE_RANK = "gate_rank"
 """1-based rank of the child's parent among the parents the gate opened."""
+GATE_SOURCES = "gate_sources"
+"""In ``explain()``: the searches that found an opened parent (``dense``, ``sparse``,
+``children``)."""

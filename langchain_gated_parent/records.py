@@ -104,6 +104,24 @@ class SearchStore(Protocol):
         """The ``n`` parents most similar to the query vector."""
         ...
 
+    def search_sparse(
+        self, query: str, n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` best ``(parent_id, term score)`` of a term search (``[]`` without one)."""
+        ...
+
+    def search_children(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` children nearest the query vector, as ``(child_id, score in [0, 1])``."""
+        ...
+
+    def parents_by_id(
+        self, parent_ids: Sequence[str], where: dict[str, Any] | None = None
+    ) -> ParentHits:
+        """Parents by id with their metadata, those failing ``where`` left out."""
+        ...
+
     def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
         """Every child of the given parents (id to child count), with vectors."""
         ...

@@ -9,6 +9,8 @@ and takes its knobs from :mod:`~langchain_gated_parent.params`.
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +27,7 @@ from langchain_gated_parent.params import SearchFields, SearchParams
 from langchain_gated_parent.records import ChildRows, Explanation, ParentHits, SearchStore
 
 if TYPE_CHECKING:
-    from collections.abc import Generator, Mapping, Sequence
+    from collections.abc import Callable, Generator, Mapping, Sequence
 
     from langchain_core.callbacks import (
         AsyncCallbackManagerForRetrieverRun,
@@ -54,12 +56,42 @@ class _SearchParents:
 
 
 @dataclass(frozen=True)
+class _SearchAll:
+    """The gate's three searches, independent of each other, so run at once."""
+
+    query: str
+    vector: list[float]
+    n: int
+    """Parents asked of the dense and the sparse search."""
+    n_children: int
+    """Children asked of the child-vector search (0: not run)."""
+    sparse: bool
+    where: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class _ParentsById:
+    ids: list[str]
+    where: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class _FetchChildren:
     child_counts: dict[str, int]
     """Parent id → how many children it has."""
 
 
-_Step = _Embed | _SearchParents | _FetchChildren
+_Step = _Embed | _SearchParents | _SearchAll | _ParentsById | _FetchChildren
+
+CHILD_SEARCH_FACTOR = 2
+"""The child-vector search asks for this many children per parent the dense search asks for."""
+_SEARCHES = ThreadPoolExecutor(max_workers=3, thread_name_prefix="gated-search")
+"""Runs the gate's independent searches of one sync query concurrently."""
+
+
+def _parent_of_child(child: str) -> str:
+    """``C-<sid>-<n>`` → ``P-<sid>`` (see :func:`~langchain_gated_parent.splitters.child_id`)."""
+    return "P-" + child.removeprefix("C-").rsplit("-", 1)[0]
 
 
 def _parents_of(
@@ -216,10 +248,16 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         # than 4 gates' worth, so the title signal can promote a parent the vectors ranked low.
         need = -(-2 * settings.k // settings.child_per_parent) if settings.fill else 0
         n = max(4 * settings.parent_top_k, need) if wide else settings.parent_top_k
-        hits: ParentHits = yield _SearchParents(vector, n, settings.filter)
-        parent_scores = scoring.blend(
-            hits.scores, bm25(query, hits.headings), settings.title_weight
-        )
+        sources: dict[str, list[scoring.GateSource]] = {}
+        if settings.sparse_weight or settings.child_weight:
+            hits, parent_scores, sources = yield from self._hybrid_candidates(
+                query, vector, n, settings
+            )
+        else:
+            hits = yield _SearchParents(vector, n, settings.filter)
+            parent_scores = scoring.blend(
+                hits.scores, bm25(query, hits.headings), settings.title_weight
+            )
         gate = scoring.select_gate(
             hits.ids, parent_scores, settings.parent_top_k, margin=settings.gate_margin
         )
@@ -287,6 +325,9 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                     **meta_of[g.parent_id],
                     keys.PARENT_SCORE: g.score,
                     keys.GATE_RANK: g.rank,
+                    keys.GATE_SOURCES: [
+                        s.value for s in sources.get(g.parent_id, [scoring.GateSource.DENSE])
+                    ],
                 },
             )
             for g in gate
@@ -299,6 +340,40 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         else:
             explanation.documents.extend(children[: settings.k])
         return explanation
+
+    def _hybrid_candidates(
+        self, query: str, vector: list[float], n: int, settings: SearchParams
+    ) -> Generator[_Step, Any, tuple[ParentHits, Any, dict[str, list[scoring.GateSource]]]]:
+        """Candidates from the dense, sparse and child-vector searches, one fused score each.
+
+        Parents found only by the sparse or the child search are read by id (with their
+        metadata, and checked against the filter) in one more read.
+        """
+        n_children = CHILD_SEARCH_FACTOR * n if settings.child_weight else 0
+        dense, sparse, children = yield _SearchAll(
+            query, vector, n, n_children, bool(settings.sparse_weight), settings.filter
+        )
+        child_parents = [(_parent_of_child(c), score) for c, score in children]
+        known = set(dense.ids)
+        extra = list(dict.fromkeys(p for p, _ in [*sparse, *child_parents] if p not in known))
+        more: ParentHits = (
+            (yield _ParentsById(extra, settings.filter)) if extra else ParentHits([], [], [])
+        )
+        ids = [*dense.ids, *more.ids]
+        metadatas = [*dense.metadatas, *more.metadatas]
+        allowed = set(ids)
+        hits = ParentHits(ids, [0.0] * len(ids), metadatas)
+        fused = scoring.fuse_gate_sources(
+            ids,
+            list(zip(dense.ids, dense.scores, strict=True)),
+            [(p, s) for p, s in sparse if p in allowed],
+            [(p, s) for p, s in child_parents if p in allowed],
+            title=bm25(query, hits.headings),
+            title_weight=settings.title_weight,
+            sparse_weight=settings.sparse_weight,
+            child_weight=settings.child_weight,
+        )
+        return hits, fused.scores, dict(zip(fused.ids, fused.sources, strict=True))
 
     # ------------------------------------------------------------------ drivers
     def _run(self, plan: Generator[_Step, Any, Explanation]) -> Explanation:
@@ -317,6 +392,12 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 step = plan.send(result)
                 if isinstance(step, _Embed):
                     result = await self.index.embeddings.aembed_query(step.query)
+                elif isinstance(step, _SearchAll):
+                    result = tuple(
+                        await asyncio.gather(
+                            *(run_in_executor(None, call) for call in self._searches(step))
+                        )
+                    )
                 else:
                     # The stores may be synchronous (a local vector store often is): keep them off
                     # the event loop, in a thread that sees this task's context (tracing).
@@ -329,7 +410,23 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
             return self.index.embeddings.embed_query(step.query)
         if isinstance(step, _SearchParents):
             return self.index.search_parents(step.vector, step.n, step.where)
+        if isinstance(step, _SearchAll):
+            futures = [_SEARCHES.submit(call) for call in self._searches(step)]
+            return tuple(f.result() for f in futures)
+        if isinstance(step, _ParentsById):
+            return self.index.parents_by_id(step.ids, step.where)
         return self.index.children_of(step.child_counts)
+
+    def _searches(self, step: _SearchAll) -> list[Callable[[], Any]]:
+        """The three searches of :class:`_SearchAll` as calls (a skipped one returns [])."""
+        index = self.index
+        return [
+            lambda: index.search_parents(step.vector, step.n, step.where),
+            (lambda: index.search_sparse(step.query, step.n, step.where)) if step.sparse else list,
+            (lambda: index.search_children(step.vector, step.n_children, step.where))
+            if step.n_children
+            else list,
+        ]
 
     def _start(self, query: object, kwargs: dict[str, Any]) -> tuple[str, SearchParams, Any]:
         query = _validate_query(query)

@@ -261,3 +261,86 @@ parent more."""
 def route_alpha(query: str) -> float:
     """The alpha that ``alpha="auto"`` uses for ``query``."""
     return AUTO_ALPHA[classify_question(query)]
+
+
+def max_scaled(scores: ArrayLike) -> NDArray[np.float64]:
+    """Scores divided by the best one, so the best is 1; all zeros when none is positive.
+
+    Puts a raw term score (BM25, ``ts_rank``), whose range depends on the query and the
+    collection, on the [0, 1] scale of the cosine scores before they are blended.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    best = float(values.max()) if values.size else 0.0
+    return values / best if best > 0 else np.zeros_like(values)
+
+
+class GateSource(str, Enum):
+    """A search that can put a parent among the gate's candidates."""
+
+    DENSE = "dense"
+    """The parent-vector search."""
+    SPARSE = "sparse"
+    """The term search over parents (heading path and text)."""
+    CHILDREN = "children"
+    """The child-vector search: the parents of the children nearest the query."""
+
+
+@dataclass(frozen=True)
+class GateCandidates:
+    """The union of the gate's searches, one fused parent score per candidate."""
+
+    ids: list[str]
+    scores: list[float]
+    sources: list[list[GateSource]]
+    """Which searches found each candidate, in :class:`GateSource` order."""
+
+
+def fuse_gate_sources(  # noqa: PLR0913 (three sources, the title signal and three weights)
+    candidate_ids: Sequence[str],
+    dense: Sequence[tuple[str, float]],
+    sparse: Sequence[tuple[str, float]],
+    children: Sequence[tuple[str, float]],
+    *,
+    title: ArrayLike | None = None,
+    title_weight: float = 0.0,
+    sparse_weight: float,
+    child_weight: float,
+) -> GateCandidates:
+    """One parent score from three searches, on the cosine scale of the dense score.
+
+    Per candidate: ``d`` its dense score (cosine, blended by ``title_weight`` with ``title``,
+    its heading-title score aligned with ``candidate_ids``), ``c`` the best
+    cosine of its children among the child-search hits, ``s`` its term score divided by the
+    best term score of the query (:func:`max_scaled`). A candidate a vector search did not
+    return gets that search's lowest returned score (its own is at most that), one the term
+    search did not return gets 0. Then
+    ``s_p = (1 - sparse_weight) * ((1 - child_weight) * d + child_weight * c)
+    + sparse_weight * s``: every term lies in [0, 1], so ``s_p`` does too and fuses with the
+    child scores as before. Both weights 0 give ``d`` unchanged.
+    """
+    dense_of = dict(dense)
+    child_of: dict[str, float] = {}
+    for pid, score in children:
+        child_of[pid] = max(score, child_of.get(pid, score))
+    sparse_scaled = max_scaled([s for _, s in sparse])
+    sparse_of = {pid: float(s) for (pid, _), s in zip(sparse, sparse_scaled, strict=True)}
+    dense_floor = min(dense_of.values(), default=0.0)
+    titles = np.zeros(len(candidate_ids)) if title is None else np.asarray(title, np.float64)
+    child_floor = min(child_of.values(), default=0.0)
+    scores: list[float] = []
+    sources: list[list[GateSource]] = []
+    for pid, title_score in zip(candidate_ids, titles.tolist(), strict=True):
+        d = (1.0 - title_weight) * dense_of.get(pid, dense_floor) + title_weight * title_score
+        c = child_of.get(pid, child_floor)
+        s = sparse_of.get(pid, 0.0)
+        scores.append(
+            (1.0 - sparse_weight) * ((1.0 - child_weight) * d + child_weight * c)
+            + sparse_weight * s
+        )
+        found = (
+            (GateSource.DENSE, pid in dense_of),
+            (GateSource.SPARSE, pid in sparse_of),
+            (GateSource.CHILDREN, pid in child_of),
+        )
+        sources.append([source for source, hit in found if hit])
+    return GateCandidates(list(candidate_ids), scores, sources)

@@ -321,6 +321,42 @@ class ChromaVectors:
             [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
         )
 
+    def search_children(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` child vectors nearest the query, as ``(child_id, similarity)``.
+
+        Distances only: a child's id names its parent, so no metadata row is read.
+        """
+        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
+
+        result = read_racing(
+            lambda: self.children.query(
+                query_embeddings=np.asarray([vector], dtype=np.float32),
+                n_results=n,
+                where=where,
+                include=["distances"],
+            )
+        )
+        ids = result["ids"][0]
+        scores = similarity_from_distance((result["distances"] or [[]])[0]).tolist()
+        return list(zip(ids, scores, strict=True))
+
+    def parents_by_id(self, parent_ids: list[str], where: dict[str, Any] | None) -> ParentHits:
+        """Stored parents by id with their metadata (scores 0), those failing ``where`` left out."""
+        result = read_racing(
+            lambda: self.parents.get(ids=parent_ids, where=where, include=["metadatas"])
+        )
+        ids = list(result["ids"])
+        return ParentHits(
+            ids,
+            [0.0] * len(ids),
+            [
+                from_chroma(m, parent_id=i)
+                for i, m in zip(ids, result["metadatas"] or [], strict=True)
+            ],
+        )
+
     def children_rows(
         self, ids: list[str], dimension: int
     ) -> tuple[list[str], list[dict[str, Any]], NDArray[np.float32]]:

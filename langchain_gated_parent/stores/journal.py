@@ -171,7 +171,7 @@ def place(
         PostgresWriterLock,
     )
 
-    sql = _sql_store_of(docstore)
+    sql = sql_store_of(docstore)
     if sql is not None:
         journal = Journal(_sql_namespace(sql.engine, sql.namespace + JOURNAL_NAMESPACE_SUFFIX))
         lock: WriterLock
@@ -200,7 +200,7 @@ def in_memory() -> Placement:
     return Placement(Journal(InMemoryByteStore()), ProcessWriterLock(), durable=False)
 
 
-def _sql_store_of(docstore: BaseStore[str, Document]) -> Any:
+def sql_store_of(docstore: BaseStore[str, Document]) -> Any:
     """The ``SQLStore`` under a docstore made by ``sql_docstore``, else ``None``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)

@@ -15,7 +15,8 @@ Run as ``python -m tests.integration_tests.crash_worker MODE`` from the reposito
   (ids and scores) as JSON, for the persistence suite's "reopen in a new process".
 
 Injected kill points need no production hook: the write methods every store write goes through
-(``EncoderBackedStore.mset/mdelete`` for the docstore, ``Collection.upsert/delete`` for the
+(``EncoderBackedStore.mset/mdelete`` for the docstore, ``upsert/delete`` of the sparse index,
+``Collection.upsert/delete`` for the
 parent and child collections) are wrapped, and the child calls
 ``os.kill(os.getpid(), SIGKILL)`` before or after the Nth call of one of them.
 
@@ -130,18 +131,26 @@ def instrumented(hook: Callable[[str, str], None]) -> Iterator[Counter[str]]:
     from chromadb.api.models.Collection import Collection
     from langchain_classic.storage.encoder_backed import EncoderBackedStore
 
+    from langchain_gated_parent.stores.sparse import PostgresSparseIndex, SqliteSparseIndex
+
     calls: Counter[str] = Counter()
     originals = {
         (EncoderBackedStore, "mset"): EncoderBackedStore.mset,
         (EncoderBackedStore, "mdelete"): EncoderBackedStore.mdelete,
         (Collection, "upsert"): Collection.upsert,
         (Collection, "delete"): Collection.delete,
+        (SqliteSparseIndex, "upsert"): SqliteSparseIndex.upsert,
+        (SqliteSparseIndex, "delete"): SqliteSparseIndex.delete,
+        (PostgresSparseIndex, "upsert"): PostgresSparseIndex.upsert,
+        (PostgresSparseIndex, "delete"): PostgresSparseIndex.delete,
     }
 
     def wrap(owner: type, method: str, original: Any) -> Any:
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             if owner is EncoderBackedStore:
                 step = f"docstore.{method}"
+            elif owner in {SqliteSparseIndex, PostgresSparseIndex}:
+                step = f"sparse.{method}"
             else:
                 step = f"{'parents' if self.name.endswith('-parents') else 'children'}.{method}"
             calls[step] += 1

@@ -24,6 +24,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_gated_parent.index import GatedParentIndex
 from langchain_gated_parent.stores.docstore import sql_docstore
 from langchain_gated_parent.stores.journal import JOURNAL_NAMESPACE_SUFFIX
+from langchain_gated_parent.stores.sparse import open_sparse
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -145,13 +146,17 @@ class StoreSpec:
             for namespace in (self.namespace, self.namespace + JOURNAL_NAMESPACE_SUFFIX):
                 store = sql_docstore(self.postgres_url, namespace)
                 store.mdelete(list(store.yield_keys()))
+            sparse = open_sparse(sql_docstore(self.postgres_url, self.namespace), self.name)
+            if sparse is not None:
+                sparse.delete([row[0] for row in sparse.rows()])
 
 
 def snapshot(index: GatedParentIndex) -> dict[str, Any]:
     """Every record of the three stores, sorted by id, for exact comparison.
 
     Returns:
-        ``docstore``: key -> (page_content, metadata) for every parent; ``journal``: key ->
+        ``docstore``: key -> (page_content, metadata) for every parent; ``sparse``: the sparse
+        index's rows (``None`` without one); ``journal``: key ->
         record for the config and every manifest; ``parents`` / ``children``: ids, metadatas,
         documents and an ``embeddings`` matrix in id order.
     """
@@ -176,6 +181,7 @@ def snapshot(index: GatedParentIndex) -> dict[str, Any]:
 
     return {
         "docstore": docstore,
+        "sparse": index.sparse.rows() if index.sparse is not None else None,
         "journal": index.journal.records(),
         "parents": collection(index.parents),
         "children": collection(index.children),
@@ -187,6 +193,7 @@ def assert_same_state(actual: dict[str, Any], expected: dict[str, Any]) -> None:
     assert sorted(actual["docstore"]) == sorted(expected["docstore"])
     for key, value in expected["docstore"].items():
         assert actual["docstore"][key] == value, key
+    assert actual["sparse"] == expected["sparse"], "the sparse index differs"
     assert actual["journal"] == expected["journal"]
     for part in ("parents", "children"):
         got, want = actual[part], expected[part]

@@ -41,6 +41,8 @@ EXPECTED_COUNTS = {
     "parents.delete": 3,
     "children.upsert": 5,
     "children.delete": 3,
+    "sparse.upsert": 5,
+    "sparse.delete": 7,
 }
 """Store writes of one uninterrupted run of the workload; the kill points below are within."""
 
@@ -61,6 +63,10 @@ KILL_POINTS = [
     ("children.delete", 3, "after"),
     ("parents.delete", 1, "after"),
     ("parents.delete", 3, "before"),
+    ("sparse.upsert", 1, "after"),  # parents searchable by terms, no vectors yet
+    ("sparse.upsert", 4, "before"),
+    ("sparse.delete", 5, "before"),  # in the deletes: docstore rows gone, term rows not yet
+    ("sparse.delete", 7, "after"),  # the last delete of the run
 ]
 """Injected SIGKILLs: (store write, call number, before or after the call)."""
 

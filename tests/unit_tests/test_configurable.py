@@ -20,6 +20,8 @@ CONFIGURABLE = {
     "fill",
     "lexical_weight",
     "title_weight",
+    "sparse_weight",
+    "child_weight",
     "return_parents",
     "dedupe",
     "near_duplicate",

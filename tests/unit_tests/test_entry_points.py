@@ -165,6 +165,29 @@ class FakeStore:
         metadatas = [{keys.CHILD_COUNT: len(self.parents[p]), keys.HEADINGS: p[2:]} for p in best]
         return ParentHits(best, [max(scores[p], 0.0) for p in best], metadatas)
 
+    def search_sparse(
+        self, query: str, n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        del query, n, where
+        return []  # no term index: the gate runs on the two vector searches
+
+    def search_children(
+        self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        del where
+        scores = self.vectors @ (np.asarray(vector) / np.linalg.norm(vector))
+        best = np.argsort(-scores)[:n]
+        return [(self.children[r][0], max(float(scores[r]), 0.0)) for r in best]
+
+    def parents_by_id(
+        self, parent_ids: Sequence[str], where: dict[str, Any] | None = None
+    ) -> ParentHits:
+        del where
+        metadatas = [
+            {keys.CHILD_COUNT: len(self.parents[p]), keys.HEADINGS: p[2:]} for p in parent_ids
+        ]
+        return ParentHits(list(parent_ids), [0.0] * len(parent_ids), metadatas)
+
     def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
         rows = [row for pid in child_counts for row in self.parents[pid]]
         return ChildRows(

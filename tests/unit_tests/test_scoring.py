@@ -156,3 +156,80 @@ def test_auto_alpha_trusts_children_for_numbers_and_parents_for_definitions() ->
     kinds = scoring.QuestionKind
     assert alpha[kinds.NUMERIC] < alpha[kinds.OTHER] < alpha[kinds.DEFINITION]
     assert set(alpha) == set(kinds)
+
+
+def _brute_gate_sources(  # noqa: PLR0913, PLR0917 (mirrors fuse_gate_sources's arguments)
+    ids: list[str],
+    dense: list[tuple[str, float]],
+    sparse: list[tuple[str, float]],
+    children: list[tuple[str, float]],
+    title: list[float],
+    title_weight: float,
+    sparse_weight: float,
+    child_weight: float,
+) -> list[float]:
+    """The fused parent score written out one candidate at a time."""
+    out = []
+    for pid, t in zip(ids, title, strict=True):
+        d_hits = [s for p, s in dense if p == pid]
+        d = d_hits[0] if d_hits else min((s for _, s in dense), default=0.0)
+        d = (1 - title_weight) * d + title_weight * t
+        best_child: dict[str, float] = {}
+        for p, s in children:
+            best_child[p] = max(best_child.get(p, -1.0), s)
+        c = best_child.get(pid, min(best_child.values(), default=0.0))
+        top = max((s for _, s in sparse), default=0.0)
+        s_hits = [s for p, s in sparse if p == pid]
+        s = s_hits[0] / top if s_hits and top > 0 else 0.0
+        out.append(
+            (1 - sparse_weight) * ((1 - child_weight) * d + child_weight * c) + sparse_weight * s
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fuse_gate_sources_matches_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    pool = [f"P-{i}" for i in range(12)]
+    dense = [(p, float(rng.random())) for p in rng.permutation(pool)[: rng.integers(0, 8)]]
+    sparse = [(p, float(rng.random() * 20)) for p in rng.permutation(pool)[: rng.integers(0, 8)]]
+    children = [(str(rng.choice(pool)), float(rng.random())) for _ in range(rng.integers(0, 15))]
+    ids = list(
+        dict.fromkeys([p for p, _ in dense] + [p for p, _ in sparse] + [p for p, _ in children])
+    )
+    title = rng.random(len(ids)).tolist()
+    weights = {
+        "title_weight": float(rng.random()),
+        "sparse_weight": float(rng.random()),
+        "child_weight": float(rng.random()),
+    }
+    fused = scoring.fuse_gate_sources(ids, dense, sparse, children, title=title, **weights)
+    expected = _brute_gate_sources(ids, dense, sparse, children, title, **weights)
+    assert np.allclose(fused.scores, expected)
+    assert all(0.0 <= s <= 1.0 for s in fused.scores)
+    for pid, sources in zip(fused.ids, fused.sources, strict=True):
+        assert (scoring.GateSource.DENSE in sources) == (pid in dict(dense))
+        assert (scoring.GateSource.SPARSE in sources) == (pid in dict(sparse))
+        assert (scoring.GateSource.CHILDREN in sources) == (pid in dict(children))
+
+
+def test_fuse_gate_sources_with_zero_weights_is_the_dense_score() -> None:
+    dense = [("a", 0.7), ("b", 0.4)]
+    fused = scoring.fuse_gate_sources(
+        ["a", "b"], dense, [("b", 9.0)], [("b", 0.9)], sparse_weight=0.0, child_weight=0.0
+    )
+    assert fused.scores == [0.7, 0.4]
+
+
+def test_a_term_hit_lifts_a_parent_the_vectors_ranked_last() -> None:
+    dense = [("a", 0.6), ("b", 0.5), ("c", 0.2)]
+    fused = scoring.fuse_gate_sources(
+        ["a", "b", "c"], dense, [("c", 12.0), ("a", 1.0)], [], sparse_weight=0.5, child_weight=0.0
+    )
+    assert max(zip(fused.scores, fused.ids, strict=True))[1] == "c"
+
+
+def test_max_scaled() -> None:
+    assert scoring.max_scaled([2.0, 1.0, 0.0]).tolist() == [1.0, 0.5, 0.0]
+    assert scoring.max_scaled([]).tolist() == []
+    assert scoring.max_scaled([0.0, 0.0]).tolist() == [0.0, 0.0]

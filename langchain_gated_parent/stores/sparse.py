@@ -1,0 +1,322 @@
+"""The sparse index: full-text search over parents, inside the docstore's own database.
+
+Dense parent vectors miss a section whose question turns on a rare word (a dataset name, an
+acronym); a term index over the whole collection finds it. It lives in the database that
+already holds the parents, so it needs no store of its own, is written by the same journalled
+writes under the same writer lock (a crash leaves a pending manifest, and rolling that back
+deletes these rows too), and is never rebuilt when a process opens the index:
+
+* SQLite (a folder index): an FTS5 table ranked by its ``bm25()`` (which returns *negative*
+  scores, lower is better: they are negated here).
+* PostgreSQL (the SQL docstore): a ``tsvector`` column with a GIN index, ranked by
+  ``ts_rank`` with length normalisation.
+
+Scores are returned raw (higher is better); the retriever puts them on a common scale with the
+dense scores (:func:`~langchain_gated_parent.scoring.max_scaled`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from langchain_gated_parent.lexical import tokenize
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_core.documents import Document
+    from langchain_core.stores import BaseStore
+
+__all__ = ["SparseIndex", "SparseRow", "open_sparse", "query_terms"]
+
+SCHEMA_ATTEMPTS = 3
+MAX_QUERY_TERMS = 32
+"""Longer questions keep their first 32 distinct terms (a term costs one posting-list walk)."""
+
+
+@dataclass(frozen=True)
+class SparseRow:
+    """One parent as the sparse index sees it."""
+
+    parent_id: str
+    doc_id: str
+    text: str
+    """What is matched: the document title, the heading path and the section's text."""
+
+
+class SparseIndex(Protocol):
+    """A term index over parents: written with them, searched by the gate."""
+
+    def upsert(self, rows: Sequence[SparseRow]) -> None:
+        """Index (or re-index) these parents."""
+        ...
+
+    def delete(self, parent_ids: Sequence[str]) -> None:
+        """Forget these parents (unknown ids are ignored)."""
+        ...
+
+    def search(
+        self, query: str, n: int, doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` best ``(parent_id, score)``, best first, scores > 0; ``doc_ids`` filters."""
+        ...
+
+    def count(self) -> int:
+        """How many parents are indexed."""
+        ...
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """Every ``(parent_id, doc_id, indexed text)``, by parent id (to check consistency)."""
+        ...
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct terms of a question (the package's tokenizer: stop words dropped)."""
+    return list(dict.fromkeys(tokenize(query)))[:MAX_QUERY_TERMS]
+
+
+def _table_suffix(namespace: str) -> str:
+    safe = re.sub(r"[^a-z0-9]", "_", namespace.lower())[:24]
+    return f"{safe}_{hashlib.sha1(namespace.encode()).hexdigest()[:8]}"  # noqa: S324 (a name)
+
+
+class SqliteSparseIndex:
+    """FTS5 over parents, in the folder index's SQLite file.
+
+    Two tables: ``<name>_ids`` maps parent ids to integer row ids (a primary key, so deletes
+    are lookups), and the FTS5 table holds the text under that row id.
+    """
+
+    def __init__(self, engine: Any, namespace: str) -> None:
+        """Create the tables if missing."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        self._engine = engine
+        suffix = _table_suffix(namespace)
+        self._ids = f"sparse_ids_{suffix}"
+        self._fts = f"sparse_fts_{suffix}"
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    f"CREATE TABLE IF NOT EXISTS {self._ids} "
+                    "(id INTEGER PRIMARY KEY, parent_id TEXT UNIQUE NOT NULL, doc_id TEXT NOT NULL)"
+                )
+            )
+            conn.execute(
+                text(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._fts} USING fts5"
+                    "(body, tokenize = 'porter unicode61')"
+                )
+            )
+
+    def upsert(self, rows: Sequence[SparseRow]) -> None:
+        """Replace each parent's row (delete, then insert, in one transaction)."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        if not rows:
+            return
+        with self._engine.begin() as conn:
+            self._delete(conn, [r.parent_id for r in rows])
+            for row in rows:
+                rowid = conn.execute(
+                    text(f"INSERT INTO {self._ids} (parent_id, doc_id) VALUES (:p, :d)"),  # noqa: S608
+                    {"p": row.parent_id, "d": row.doc_id},
+                ).lastrowid
+                conn.execute(
+                    text(f"INSERT INTO {self._fts} (rowid, body) VALUES (:r, :b)"),  # noqa: S608
+                    {"r": rowid, "b": row.text},
+                )
+
+    def delete(self, parent_ids: Sequence[str]) -> None:
+        """Delete the rows of these parents."""
+        if not parent_ids:
+            return
+        with self._engine.begin() as conn:
+            self._delete(conn, parent_ids)
+
+    def _delete(self, conn: Any, parent_ids: Sequence[str]) -> None:
+        from sqlalchemy import bindparam, text  # noqa: PLC0415
+
+        ids = text(f"SELECT id FROM {self._ids} WHERE parent_id IN :p").bindparams(  # noqa: S608
+            bindparam("p", expanding=True)
+        )
+        rowids = [r[0] for r in conn.execute(ids, {"p": list(parent_ids)})]
+        if not rowids:
+            return
+        for table in (self._fts, self._ids):
+            column = "rowid" if table == self._fts else "id"
+            conn.execute(
+                text(f"DELETE FROM {table} WHERE {column} IN :r").bindparams(  # noqa: S608
+                    bindparam("r", expanding=True)
+                ),
+                {"r": rowids},
+            )
+
+    def search(
+        self, query: str, n: int, doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """FTS5 ``bm25()`` over any of the question's terms (negated: higher is better)."""
+        from sqlalchemy import bindparam, text  # noqa: PLC0415
+
+        terms = query_terms(query)
+        if not terms or n < 1:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        where = ""
+        values: dict[str, Any] = {"m": match, "n": n}
+        if doc_ids is not None:
+            where = "AND d.doc_id IN :docs"
+            values["docs"] = list(doc_ids)
+        sql = text(
+            f"SELECT d.parent_id, -bm25({self._fts}) AS score FROM {self._fts} "  # noqa: S608
+            f"JOIN {self._ids} d ON d.id = {self._fts}.rowid "
+            f"WHERE {self._fts} MATCH :m {where} ORDER BY bm25({self._fts}) LIMIT :n"
+        )
+        if doc_ids is not None:
+            sql = sql.bindparams(bindparam("docs", expanding=True))
+        with self._engine.connect() as conn:
+            return [(str(p), float(s)) for p, s in conn.execute(sql, values)]
+
+    def count(self) -> int:
+        """Rows in the index."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        with self._engine.connect() as conn:
+            return int(conn.execute(text(f"SELECT count(*) FROM {self._ids}")).scalar_one())  # noqa: S608
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """Every row with its text, by parent id."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        sql = text(
+            f"SELECT d.parent_id, d.doc_id, f.body FROM {self._ids} d "  # noqa: S608
+            f"JOIN {self._fts} f ON f.rowid = d.id ORDER BY d.parent_id"
+        )
+        with self._engine.connect() as conn:
+            return [(str(p), str(d), str(b)) for p, d, b in conn.execute(sql)]
+
+
+class PostgresSparseIndex:
+    """PostgreSQL full-text search over parents: a ``tsvector`` column with a GIN index."""
+
+    def __init__(self, engine: Any, namespace: str) -> None:
+        """Create the table and its index if missing."""
+        from sqlalchemy import text  # noqa: PLC0415
+        from sqlalchemy.exc import IntegrityError, ProgrammingError  # noqa: PLC0415
+
+        self._engine = engine
+        self._table = f"gated_sparse_{_table_suffix(namespace)}"
+        statements = (
+            (
+                f"CREATE TABLE IF NOT EXISTS {self._table} (parent_id TEXT PRIMARY KEY, "
+                "doc_id TEXT NOT NULL, body TSVECTOR NOT NULL)"
+            ),
+            f"CREATE INDEX IF NOT EXISTS {self._table}_body ON {self._table} USING GIN (body)",
+            f"CREATE INDEX IF NOT EXISTS {self._table}_doc ON {self._table} (doc_id)",
+        )
+        # Processes opening a new database together race on CREATE ... IF NOT EXISTS (the
+        # catalog's unique constraint fails for all but one): a retry finds the table.
+        for attempt in range(1, SCHEMA_ATTEMPTS + 1):
+            try:
+                with engine.begin() as conn:
+                    for statement in statements:
+                        conn.execute(text(statement))
+            except (IntegrityError, ProgrammingError):  # noqa: PERF203 (a bounded retry)
+                if attempt == SCHEMA_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * attempt)
+            else:
+                return
+
+    def upsert(self, rows: Sequence[SparseRow]) -> None:
+        """Insert or replace each parent's row."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        if not rows:
+            return
+        with self._engine.begin() as conn:
+            conn.execute(
+                text(
+                    f"INSERT INTO {self._table} (parent_id, doc_id, body) "  # noqa: S608
+                    "VALUES (:p, :d, to_tsvector('english', :b)) ON CONFLICT (parent_id) DO "
+                    "UPDATE SET doc_id = EXCLUDED.doc_id, body = EXCLUDED.body"
+                ),
+                [{"p": r.parent_id, "d": r.doc_id, "b": r.text} for r in rows],
+            )
+
+    def delete(self, parent_ids: Sequence[str]) -> None:
+        """Delete the rows of these parents."""
+        from sqlalchemy import bindparam, text  # noqa: PLC0415
+
+        if not parent_ids:
+            return
+        with self._engine.begin() as conn:
+            conn.execute(
+                text(f"DELETE FROM {self._table} WHERE parent_id IN :p").bindparams(  # noqa: S608
+                    bindparam("p", expanding=True)
+                ),
+                {"p": list(parent_ids)},
+            )
+
+    def search(
+        self, query: str, n: int, doc_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """``ts_rank`` (normalised by log length) over any of the question's terms."""
+        from sqlalchemy import bindparam, text  # noqa: PLC0415
+
+        terms = query_terms(query)
+        if not terms or n < 1:
+            return []
+        values: dict[str, Any] = {"q": " | ".join(terms), "n": n}
+        where = ""
+        if doc_ids is not None:
+            where = "AND doc_id IN :docs"
+            values["docs"] = list(doc_ids)
+        sql = text(
+            "SELECT parent_id, ts_rank(body, q, 1) AS score "  # noqa: S608
+            f"FROM {self._table}, to_tsquery('english', :q) q WHERE body @@ q {where} "
+            "ORDER BY score DESC, parent_id LIMIT :n"
+        )
+        if doc_ids is not None:
+            sql = sql.bindparams(bindparam("docs", expanding=True))
+        with self._engine.connect() as conn:
+            return [(str(p), float(s)) for p, s in conn.execute(sql, values)]
+
+    def count(self) -> int:
+        """Rows in the index."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        with self._engine.connect() as conn:
+            return int(conn.execute(text(f"SELECT count(*) FROM {self._table}")).scalar_one())  # noqa: S608
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """Every row with its ``tsvector`` as text, by parent id."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        sql = text(f"SELECT parent_id, doc_id, body::text FROM {self._table} ORDER BY parent_id")  # noqa: S608
+        with self._engine.connect() as conn:
+            return [(str(p), str(d), str(b)) for p, d, b in conn.execute(sql)]
+
+
+def open_sparse(docstore: BaseStore[str, Document], index_name: str) -> SparseIndex | None:
+    """The sparse index in the docstore's database, or ``None`` if it has none.
+
+    A SQL docstore (SQLite file or PostgreSQL) holds it; any other docstore (in memory, a
+    custom store) has no database to put it in, and the gate then runs without it.
+    """
+    from langchain_gated_parent.stores.journal import sql_store_of  # noqa: PLC0415
+
+    sql = sql_store_of(docstore)
+    if sql is None:
+        return None
+    namespace = f"{sql.namespace}:{index_name}"
+    dialect = sql.engine.dialect.name
+    if dialect == "postgresql":
+        return PostgresSparseIndex(sql.engine, namespace)
+    if dialect == "sqlite" and sql.engine.url.database not in (None, "", ":memory:"):
+        return SqliteSparseIndex(sql.engine, namespace)
+    return None
