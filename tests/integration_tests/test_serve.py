@@ -111,6 +111,8 @@ KNOBS = {
     "fill",
     "lexical_weight",
     "title_weight",
+    "sparse_weight",
+    "child_weight",
     "return_parents",
     "dedupe",
     "near_duplicate",
@@ -126,6 +128,8 @@ PER_KNOB: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("fill", {"parent_top_k": 1, "k": 6, "fill": False}, {"parent_top_k": 1, "k": 6}),
     ("lexical_weight", {"lexical_weight": 1.0}, {}),
     ("title_weight", {"title_weight": 1.0}, {}),
+    ("sparse_weight", {"sparse_weight": 1.0}, {}),
+    ("child_weight", {"child_weight": 1.0}, {}),
     ("return_parents", {"return_parents": True}, {}),
     (
         "dedupe",
