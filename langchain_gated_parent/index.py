@@ -869,9 +869,15 @@ class GatedParentIndex:
         return ChildRows([found_ids[row] for row in keep], texts, metadatas, vectors[keep], parents)
 
     def _has_vectors(self) -> bool:
-        """Whether a write has stored vectors (until then, readers leave Chroma alone)."""
-        if not self._vectors_seen:
-            self._vectors_seen = self.journal.stamp().vectors
+        """Whether a write has stored vectors (until then, readers leave Chroma alone).
+
+        When another process's first write is seen, this index syncs with it before reading:
+        that write's config carries the dimension learned from its vectors, and a local
+        folder's Chroma view opened before it has no vector segments to read.
+        """
+        if not self._vectors_seen and self.journal.stamp().vectors:
+            self.refresh()
+            self._vectors_seen = self.config["dimension"] is not None
         return self._vectors_seen
 
     def get_parents(self, parent_ids: Sequence[str]) -> list[Document | None]:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
@@ -210,6 +211,19 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def wait_until_healthy(url: str, server: subprocess.Popen[str], timeout: float) -> None:
+    """Wait for a ``gated-parent serve`` process to answer ``/health``; fail if it exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert server.poll() is None, server.communicate()[0]
+        assert time.monotonic() < deadline, f"the server at {url} did not start in {timeout:g} s"
+        try:
+            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.5)
 
 
 @contextmanager

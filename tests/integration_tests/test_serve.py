@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -17,6 +15,7 @@ from langserve import RemoteRunnable
 
 from langchain_gated_parent import GatedParentIndex, MiniLMEmbeddings, keys
 from langchain_gated_parent.server import RETRIEVER_PATH, create_app, running_server
+from tests.integration_tests.stores import free_port, wait_until_healthy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -269,14 +268,8 @@ def test_schemas_and_playground_are_served(client: httpx.Client) -> None:
     assert client.get(f"{RETRIEVER_PATH}/playground/").status_code == 200
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_cli_serve_runs_on_loopback(index_dir: Path) -> None:
-    port = _free_port()
+    port = free_port()
     command = [
         sys.executable,
         "-m",
@@ -294,15 +287,7 @@ def test_cli_serve_runs_on_loopback(index_dir: Path) -> None:
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, server.communicate()[0]
-            assert time.monotonic() < deadline, "gated-parent serve did not start in 120 s"
-            try:
-                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.5)
+        wait_until_healthy(url, server, 120)
         remote: RemoteRunnable[str, list[Document]] = RemoteRunnable(
             f"{url}{RETRIEVER_PATH}/", timeout=TIMEOUT
         )

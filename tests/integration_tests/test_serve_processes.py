@@ -9,10 +9,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +21,7 @@ from langchain_gated_parent import GatedParentIndex, MiniLMEmbeddings, keys
 from langchain_gated_parent.server import RETRIEVER_PATH
 
 from .conftest import corpus
+from .stores import free_port, wait_until_healthy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -31,12 +30,6 @@ QUERY = "48 h RNA extraction"
 README = Path(__file__).resolve().parents[2] / "README.md"
 START_TIMEOUT = 180.0
 CLI = [sys.executable, "-m", "langchain_gated_parent.cli"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _children(pid: int) -> list[int]:
@@ -58,7 +51,7 @@ def served(
 ) -> Iterator[tuple[str, Path, subprocess.Popen[str]]]:
     directory = tmp_path_factory.mktemp("served") / "index"
     GatedParentIndex(embeddings, directory=directory).add_documents(corpus())
-    port = _free_port()
+    port = free_port()
     options = ["--port", str(port), "--workers", "2", "--max-k", "3"]
     server = subprocess.Popen(
         [*CLI, "serve", "--index", str(directory), *options],
@@ -69,31 +62,11 @@ def served(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            assert server.poll() is None, server.communicate()[0]
-            assert time.monotonic() < deadline, "gated-parent serve did not start"
-            try:
-                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.5)
+        wait_until_healthy(url, server, START_TIMEOUT)
         yield url, directory, server
     finally:
         server.terminate()
         server.communicate(timeout=60)
-
-
-def _wait_for(url: str, server: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        assert server.poll() is None, server.communicate()[0]
-        assert time.monotonic() < deadline, f"the server at {url} did not start"
-        try:
-            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.5)
 
 
 def invoke(url: str, k: int | None = None) -> httpx.Response:
@@ -187,7 +160,7 @@ def test_the_readme_uvicorn_recipe_runs_as_written(
     name, _, value = shlex.split(export)[1].partition("=")
     directory = tmp_path / "index"
     GatedParentIndex(embeddings, directory=directory).add_documents(corpus())
-    port = _free_port()
+    port = free_port()
     argv = shlex.split(command.replace("8000", str(port)))
     assert argv[0] == "uvicorn"
     server = subprocess.Popen(
@@ -199,7 +172,7 @@ def test_the_readme_uvicorn_recipe_runs_as_written(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for(url, server)
+        wait_until_healthy(url, server, START_TIMEOUT)
         assert invoke(url).status_code == 200
         refused = invoke(url, k=21)  # the recipe's max_k is 20
         assert refused.status_code == 422, refused.text

@@ -45,6 +45,7 @@ from tests.integration_tests.stores import (
     fake_embeddings,
     free_port,
     snapshot,
+    wait_until_healthy,
 )
 
 if TYPE_CHECKING:
@@ -198,15 +199,7 @@ def serving(directory: Path, tally: Tally) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + SERVER_START
-        while True:
-            assert server.poll() is None, server.communicate()[0]
-            assert time.monotonic() < deadline, "gated-parent serve did not start"
-            try:
-                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.5)
+        wait_until_healthy(url, server, SERVER_START)
         yield url
     finally:
         server.terminate()
@@ -461,7 +454,12 @@ def test_two_writers_at_once_wait_for_each_other(
     for code, out, err in read:
         assert code == 0, err
         outcome = json.loads(out.splitlines()[-1])
-        assert outcome["errors"] == [], outcome["errors"]
+        # A reader may get the clear "retry the query" refusal of a read that kept colliding
+        # with the writers (counted in the record line), never any other error.
+        unclear = [e for e in outcome["errors"] if not e.startswith("ConcurrentWriteError: ")]
+        assert unclear == [], unclear
+        with tally.lock:
+            tally.errors.extend(outcome["errors"])
         tally.add(opens=outcome["opens"], queries=outcome["queries"])
     check_index(spec, 12)
     tally.add(runs=1, opens=1)
