@@ -4,6 +4,8 @@ Usage:
     .. code-block:: bash
 
         python -m benchmarks.latency --data ../shared/data/qasper/dev.jsonl --setting paper
+        python -m benchmarks.latency --data ../shared/data/qasper/train.jsonl \\
+            --data ../shared/data/qasper/dev.jsonl --setting corpus   # 1,169 papers, dev questions
 
 ``benchmarks.qasper`` times each retriever in its own process, one after the other, so on a
 shared machine a load spike can land on one retriever and not the other. Here every index is
@@ -24,8 +26,7 @@ from pathlib import Path
 from benchmarks.embedding_cache import CachedEmbeddings
 from benchmarks.metrics import percentile
 from benchmarks.peers import PEERS, Peer
-from benchmarks.qasper import DEFAULT_CACHE_DIR
-from benchmarks.qasper_data import load_papers
+from benchmarks.qasper import DEFAULT_CACHE_DIR, load_corpus
 
 WARMUP = 5
 RETRIEVERS = ("flat-para", "flat-hybrid", "gated", "gated-dense-gate")
@@ -33,7 +34,12 @@ RETRIEVERS = ("flat-para", "flat-hybrid", "gated", "gated-dense-gate")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument(
+        "--data",
+        action="append",
+        required=True,
+        help="QASPER jsonl; give it twice to index both files and ask the last one's questions",
+    )
     parser.add_argument("--setting", choices=("paper", "corpus"), default="paper")
     parser.add_argument("--limit-papers", type=int, default=None)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
@@ -41,7 +47,7 @@ def main() -> None:
 
     from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
 
-    papers = load_papers(args.data, args.limit_papers)
+    papers = load_corpus(args.data, args.limit_papers)
     embeddings = CachedEmbeddings(MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite")
     peers: list[Peer] = [PEERS[name]() for name in RETRIEVERS]
     for peer in peers:
@@ -65,7 +71,7 @@ def main() -> None:
                 timings[peer.name].append(1000 * (time.perf_counter() - started))
         for peer in peers:
             peer.close()
-    print(f"{args.setting} setting, {len(questions)} questions, interleaved")
+    print(f"{args.setting} setting, {len(papers)} papers, {len(questions)} questions, interleaved")
     base = statistics.median(timings["flat-para"])
     for name, values in timings.items():
         print(

@@ -1,12 +1,14 @@
 """The gated index: a docstore of parents beside Chroma collections of parent and child vectors.
 
-One object owns the three stores and keeps them consistent.
+One object owns the stores and keeps them consistent: the docstore, the two collections, and
+in the docstore's database the sparse index and the section records.
 
 Write order (why a crash never leaves an orphan): for each batch of documents the index first
 records a *pending* manifest entry naming every id the documents had and will have, then deletes
 stale children, stale parent vectors and stale parents (children first), then writes parents to
-the docstore, parent vectors and child vectors (parents first), and last marks the entries
-*complete*. At every instant a visible child has a visible parent.
+the docstore (with their sparse rows and section records), parent vectors and child vectors
+(parents first), and last marks the entries *complete*. At every instant a visible child has a
+visible parent.
 
 Every write holds the index's writer lock (:mod:`~langchain_gated_parent.stores.lock`) from start
 to end, so writers in other processes or on other machines wait their turn. A writer that finds
@@ -35,6 +37,13 @@ import numpy as np
 from langchain_core.runnables.config import run_in_executor
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.formats import (
+    FORMAT_VERSION,
+    UPGRADABLE,
+    add_section_records,
+    check_format,
+    refuse_until_upgraded,
+)
 from langchain_gated_parent.pages import PAGES_RECORD, MergedPages, merge_pages
 from langchain_gated_parent.prepare import (
     Item,
@@ -52,7 +61,7 @@ from langchain_gated_parent.prepare import (
     user_metadata,
     write_batches,
 )
-from langchain_gated_parent.records import ChildRows, ParentHits
+from langchain_gated_parent.records import ChildRows, Section
 from langchain_gated_parent.settings import (
     DEFAULT_PARENT_REPRESENTATION,
     SPLITTERS,
@@ -66,7 +75,6 @@ from langchain_gated_parent.settings import (
 from langchain_gated_parent.splitters import (
     ParagraphSplitter,
     SectionSplitter,
-    child_id,
     split_document,
 )
 from langchain_gated_parent.stores import journal as journals
@@ -78,13 +86,18 @@ from langchain_gated_parent.stores.chroma import (
     is_durable,
     validate_filter,
 )
-from langchain_gated_parent.stores.docstore import memory_docstore, sqlite_docstore
+from langchain_gated_parent.stores.docstore import (
+    fast_docstore_mget,
+    memory_docstore,
+    sqlite_docstore,
+)
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
+from langchain_gated_parent.stores.sections import section_of
 from langchain_gated_parent.stores.sparse import SparseRow, open_sparse
 from langchain_gated_parent.structure import warn_flat_structure
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
     from concurrent.futures import Executor
 
     from chromadb.api import ClientAPI
@@ -105,6 +118,9 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 QUIET_READ_ATTEMPTS = 4
+EXACT_DOCUMENTS = 8
+"""A ``doc_id`` filter on at most this many documents is scored exactly (see
+:meth:`GatedParentIndex.document_sections`)."""
 """Reads of a gate's children that a write overlapped before only finished documents are kept."""
 
 DEFAULT_NAME = "gated-parent"
@@ -112,11 +128,6 @@ DEFAULT_NAME = "gated-parent"
 CHROMA_FOLDER = "chroma"
 DOCSTORE_FILE = "docstore.sqlite"
 OPEN_LOCK_FILE = "open.lock"
-FORMAT_VERSION = 3
-"""3: structural metadata keys carry the ``gp_`` prefix (see :mod:`~langchain_gated_parent.keys`),
-and config and manifests live in a journal of their own, not in the docstore. 2: children are
-stored without their text (cut from the parent's). An index of format 1 or 2 is refused: its
-stored keys are the old, unprefixed ones."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +143,7 @@ class IndexReport:
 
 @dataclass(frozen=True)
 class VerifyReport:
-    """The result of :meth:`GatedParentIndex.verify`: ``ok`` when the three stores agree."""
+    """The result of :meth:`GatedParentIndex.verify`: ``ok`` when the stores agree."""
 
     documents: int
     parents: int
@@ -262,9 +273,11 @@ class GatedParentIndex:
             else None,
         )
         self.docstore = docstore
+        self._read_parents = fast_docstore_mget(docstore)
         placement = _place(docstore, self.directory, client, self.name)
         self.journal: Journal = placement.journal
         self.writer_lock = placement.lock
+        self.section_store = placement.sections
         self.sparse: SparseIndex | None = open_sparse(docstore, self.name)
         self._stamp = self.journal.stamp()
         self._config_version = self._stamp.config
@@ -316,10 +329,10 @@ class GatedParentIndex:
         if stored is None:
             legacy = self._legacy_config()
             if legacy is not None:
-                _refuse_old_format(legacy)
+                check_format(legacy)
         if stored is None:
             return {**wanted, "dimension": None, "metadata_keys": []}
-        _refuse_old_format(stored)
+        check_format(stored)
         config = recorded(stored)
         if config["embedding_model"] != wanted["embedding_model"]:
             # Only the refusal pays for a probe: reopening with the right model embeds nothing.
@@ -579,6 +592,7 @@ class GatedParentIndex:
         self.docstore.mset([(d.metadata[keys.PARENT_ID], d) for d in parents])
         if self.sparse is not None:
             self.sparse.upsert([_sparse_row(d) for d in parents])
+        self.section_store.put([s for p in prepared for s in _sections_of(p)])
         self.vectors.upsert_parents(
             [d.metadata[keys.PARENT_ID] for d in parents],
             np.concatenate([p.parent_vectors for p in prepared]),
@@ -609,7 +623,7 @@ class GatedParentIndex:
         )
 
     def delete(self, doc_ids: Iterable[str]) -> int:
-        """Remove documents from all three stores; returns how many were present."""
+        """Remove documents from every store; returns how many were present."""
         doc_ids = list(doc_ids)
         with self._writing():
             return self._delete(doc_ids)
@@ -636,6 +650,7 @@ class GatedParentIndex:
     def _delete_ids(self, child_ids: Sequence[str], parent_ids: Sequence[str]) -> None:
         """Children first, then parent vectors, then parents: no child outlives its parent."""
         self.vectors.delete(child_ids, parent_ids)
+        self.section_store.delete(list(parent_ids))
         self.docstore.mdelete(list(parent_ids))
         if self.sparse is not None:
             self.sparse.delete(list(parent_ids))
@@ -678,12 +693,28 @@ class GatedParentIndex:
                 recovered = self._rollback_unfinished()
                 if self._stamp.writing:  # a writer died between its last change and its stamp
                     self._advance(replace(self._stamp, writing=False))
+                self._upgrade()
                 yield recovered
             finally:
                 # After an exception inside a change the stamp stays "writing": readers keep
                 # checking documents until the next write has rolled that one back.
                 self._write_depth = 0
                 self.writer_lock.release()
+
+    def _upgrade(self) -> None:
+        """Bring an index of the upgradable older format to this one (see :mod:`.formats`)."""
+        if self.config.get("format_version") != UPGRADABLE:
+            return
+        with self._changing():
+            added = add_section_records(self.docstore, self.vectors, self.section_store)
+        self.config["format_version"] = FORMAT_VERSION
+        self._put_config()
+        logger.warning(
+            "upgraded the index from format %d to %d (%d section records written)",
+            UPGRADABLE,
+            FORMAT_VERSION,
+            added,
+        )
 
     @asynccontextmanager
     async def _awriting(self, storage: Executor) -> AsyncIterator[list[str]]:
@@ -769,10 +800,10 @@ class GatedParentIndex:
     # ------------------------------------------------------------------ reading
     def search_parents(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
-    ) -> ParentHits:
-        """The gate's search: the ``n`` parents most similar to the query vector."""
+    ) -> list[tuple[str, float]]:
+        """The gate's dense search: the ``n`` parents nearest the query, ``(parent_id, score)``."""
         if n < 1 or not self._has_vectors():
-            return ParentHits([], [], [])
+            return []
         return self.vectors.search_parents(vector, n, where)
 
     def search_sparse(
@@ -781,7 +812,7 @@ class GatedParentIndex:
         """The gate's term search: the ``n`` best ``(parent_id, score)`` of the sparse index.
 
         A filter on ``doc_id`` alone is applied in the search; any other filter is applied by
-        :meth:`parents_by_id` afterwards, so over-fetch for it. Empty without a sparse index.
+        :meth:`sections` afterwards, so over-fetch for it. Empty without a sparse index.
         """
         if self.sparse is None or n < 1:
             return []
@@ -793,7 +824,7 @@ class GatedParentIndex:
         """The ``n`` children nearest the query vector, as ``(child_id, score in [0, 1])``.
 
         Only a ``doc_id`` filter is applied here (children store no user metadata); the
-        parents they point to are filtered by :meth:`parents_by_id`.
+        parents they point to are filtered by :meth:`sections`.
         """
         if n < 1 or not self._has_vectors():
             return []
@@ -801,25 +832,63 @@ class GatedParentIndex:
         child_where = None if doc_ids is None else {keys.DOC_ID: {"$in": doc_ids}}
         return self.vectors.search_children(vector, n, child_where)
 
-    def parents_by_id(
-        self, parent_ids: Sequence[str], where: dict[str, Any] | None = None
-    ) -> ParentHits:
-        """Parents found by another search than the vector one, with their metadata.
+    def sections(
+        self,
+        parent_ids: Sequence[str],
+        where: dict[str, Any] | None = None,
+        *,
+        unchecked: Sequence[str] = (),
+    ) -> dict[str, Section]:
+        """The section records of the gate's candidates, by parent id, in the order given.
 
-        Those that fail ``where`` are left out; scores are not known here (all 0).
+        ``unchecked`` are the ids found by a search that could not apply ``where`` (the term
+        and child searches apply a ``doc_id`` filter only): those failing it are left out.
         """
-        if not parent_ids:
-            return ParentHits([], [], [])
-        return self.vectors.parents_by_id(list(parent_ids), where)
+        found = self._sections_by_id(parent_ids, children=False)
+        if where and unchecked:
+            doc_ids = _doc_ids_of(where)
+            if doc_ids is not None:
+                failing = {p for p in unchecked if p in found and found[p].doc_id not in doc_ids}
+            else:
+                allowed = self.vectors.allowed_parents(list(unchecked), where)
+                failing = set(unchecked) - allowed
+            found = {p: s for p, s in found.items() if p not in failing}
+        return found
 
-    def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
-        """Every child of the given parents (id → child count), with vectors, for exact scoring.
+    def _sections_by_id(
+        self, parent_ids: Sequence[str], *, children: bool = True
+    ) -> dict[str, Section]:
+        """Section records by parent id (ids without one left out)."""
+        return self.section_store.get(list(dict.fromkeys(parent_ids)), children=children)
 
-        Children are fetched by id (:func:`~langchain_gated_parent.splitters.child_id`), a
-        primary-key lookup, not a metadata filter over the whole collection. Their text is cut
-        from their parent's (a child's span lies inside its parent's) and the document's own
-        metadata comes from the parent too, so neither is stored once per child; a child whose
-        parent was deleted since the search is dropped.
+    def document_sections(self, where: dict[str, Any] | None) -> dict[str, Section] | None:
+        """Every section of the documents a ``doc_id`` filter names, or ``None``.
+
+        With a filter on at most :data:`EXACT_DOCUMENTS` documents the gate scores all their
+        sections and children exactly, from their records, instead of searching the whole
+        collection's vector index: a few dozen dot products cost less than a filtered ANN
+        search. ``None`` for any other filter (the gate then searches). Documents whose last
+        write did not finish are left out.
+        """
+        doc_ids = _doc_ids_of(where)
+        if doc_ids is None or len(doc_ids) > EXACT_DOCUMENTS:
+            return None
+        manifests = self.journal.manifests(doc_ids)
+        wanted = [
+            pid
+            for m in manifests.values()
+            if m.get("status") == "complete"
+            for pid in m.get("parents", [])
+        ]
+        return self._sections_by_id(wanted)
+
+    def children_of(self, parent_ids: Sequence[str]) -> ChildRows:
+        """Every child of the given parents, with vectors, for exact scoring.
+
+        One read of the parents' section records (each holds its children's vectors and spans)
+        and one of the parents themselves. A child's text is cut from its parent's (a child's
+        span lies inside its parent's) and the document's own metadata comes from the parent
+        too, so neither is stored once per child; a parent deleted since the search is dropped.
 
         A write that overlaps the read could mix two versions of a document (a new parent's
         text cut at an old child's offsets) or show part of one. The journal's stamp, read
@@ -827,19 +896,19 @@ class GatedParentIndex:
         ``QUIET_READ_ATTEMPTS`` overlapped reads only documents whose manifest was complete
         and unchanged from before to after the read are kept.
         """
-        ids = [child_id(pid, n) for pid, count in child_counts.items() for n in range(1, count + 1)]
+        ids = list(dict.fromkeys(parent_ids))
         if not ids:
             return ChildRows([], [], [], np.empty((0, 0), np.float32))
         rows = ChildRows([], [], [], np.empty((0, 0), np.float32))
         for attempt in range(1, QUIET_READ_ATTEMPTS):
             before = self.journal.stamp()
-            rows = self._read_children(ids, child_counts)
+            rows = self._read_children(ids)
             if before.quiet and self.journal.stamp() == before:
                 return rows
             time.sleep(0.02 * attempt)
         docs = sorted({str(p.metadata.get(keys.DOC_ID)) for p in rows.parents.values()})
         before_read = self.journal.manifests(docs)
-        rows = self._read_children(ids, child_counts)
+        rows = self._read_children(ids)
         after_read = self.journal.manifests(docs)
         keep = {
             d
@@ -848,25 +917,28 @@ class GatedParentIndex:
         }
         return _only_documents(rows, keep)
 
-    def _read_children(self, ids: list[str], child_counts: Mapping[str, int]) -> ChildRows:
-        found_ids, own_metadatas, vectors = self.vectors.children_rows(
-            ids, self.config["dimension"]
-        )
-        found = zip(child_counts, self.get_parents(list(child_counts)), strict=True)
+    def _read_children(self, parent_ids: list[str]) -> ChildRows:
+        records = self._sections_by_id(parent_ids)
+        found = zip(parent_ids, self.get_parents(parent_ids), strict=True)
         parents = {pid: parent for pid, parent in found if parent is not None}
+        ids: list[str] = []
         texts: list[str] = []
         metadatas: list[dict[str, Any]] = []
-        keep: list[int] = []
-        for row, own in enumerate(own_metadatas):
-            parent = parents.get(own[keys.PARENT_ID])
-            if parent is None:
+        vectors: list[NDArray[np.float32]] = []
+        for pid, parent in parents.items():
+            record = records.get(pid)
+            if record is None:
                 continue
             offset = int(parent.metadata[keys.START_INDEX])
-            start, end = int(own[keys.START_INDEX]), int(own[keys.END_INDEX])
-            texts.append(parent.page_content[start - offset : end - offset])
-            metadatas.append({**document_metadata(parent.metadata), **own})
-            keep.append(row)
-        return ChildRows([found_ids[row] for row in keep], texts, metadatas, vectors[keep], parents)
+            shared = document_metadata(parent.metadata)
+            for own in record.children:
+                start, end = int(own[keys.START_INDEX]), int(own[keys.END_INDEX])
+                ids.append(str(own[keys.CHUNK_ID]))
+                texts.append(parent.page_content[start - offset : end - offset])
+                metadatas.append({**shared, **own})
+            vectors.append(record.child_vectors)
+        matrix = np.vstack(vectors) if vectors else np.empty((0, 0), np.float32)
+        return ChildRows(ids, texts, metadatas, matrix, parents)
 
     def _has_vectors(self) -> bool:
         """Whether a write has stored vectors (until then, readers leave Chroma alone).
@@ -882,7 +954,7 @@ class GatedParentIndex:
 
     def get_parents(self, parent_ids: Sequence[str]) -> list[Document | None]:
         """Parents from the docstore, ``None`` for an id it does not hold."""
-        return self.docstore.mget(list(parent_ids))
+        return self._read_parents(list(parent_ids))
 
     def check_filter(self, where: dict[str, Any] | None) -> None:
         """Refuse a malformed filter, or one on a metadata key no document of the index has.
@@ -892,6 +964,7 @@ class GatedParentIndex:
         process added since this index was opened are known (see :meth:`refresh`).
         """
         self.refresh()
+        refuse_until_upgraded(self.config)
         if where:
             validate_filter(where)
         known = set(self.config.get("metadata_keys", [])) | {
@@ -920,7 +993,10 @@ class GatedParentIndex:
         child_parent = self.vectors.child_parents() if vectors else {}
         expected_parents = {p for m in manifests.values() for p in m.get("parents", [])}
         expected_children = {c for m in manifests.values() for c in m.get("children", [])}
+        records = self.section_store.parent_ids()
         checks = [
+            ("parent without a section record", stored_parents - records),
+            ("section record without a parent", records - stored_parents),
             ("parent in docstore without a vector", stored_parents - parent_vectors),
             ("parent vector without a docstore entry", parent_vectors - stored_parents),
             ("parent not in any manifest", stored_parents - expected_parents),
@@ -986,18 +1062,6 @@ def _keep_pages(prepared: Sequence[Prepared], merged: MergedPages) -> None:
         item.pages = merged.pages.get(item.doc_id)
 
 
-def _refuse_old_format(config: Mapping[str, Any]) -> None:
-    """An index written with other metadata keys would be read wrongly: refuse it by version."""
-    version = int(config.get("format_version", 1))
-    if version != FORMAT_VERSION:
-        msg = (
-            f"this index has format version {version}, this version of langchain-gated-parent "
-            f"reads format {FORMAT_VERSION} (metadata keys renamed to 'gp_...'); rebuild it: "
-            "index the same documents into a new directory"
-        )
-        raise ValueError(msg)
-
-
 def _prepare_directory(directory: Path) -> None:
     """Create the index folder, or say why it cannot be used."""
     try:
@@ -1059,6 +1123,27 @@ async def _run(storage: Executor, function: Callable[..., _T], *args: Any) -> _T
     return await run_in_executor(storage, copy_context().run, function, *args)
 
 
+def _sections_of(item: Prepared) -> list[Section]:
+    """The section records of one prepared document (see :mod:`.stores.sections`)."""
+    rows_of: dict[str, list[int]] = {}
+    for row, child in enumerate(item.children):
+        rows_of.setdefault(child.metadata[keys.PARENT_ID], []).append(row)
+    out = []
+    for row, parent in enumerate(item.parents):
+        mine = rows_of.get(parent.metadata[keys.PARENT_ID], [])
+        out.append(
+            section_of(
+                parent,
+                item.parent_vectors[row],
+                [own_metadata(item.children[n].metadata) for n in mine],
+                item.child_vectors[mine]
+                if mine
+                else np.empty((0, len(item.parent_vectors[row])), np.float32),
+            )
+        )
+    return out
+
+
 def _sparse_row(parent: Document) -> SparseRow:
     meta = parent.metadata
     return SparseRow(
@@ -1069,14 +1154,21 @@ def _sparse_row(parent: Document) -> SparseRow:
 
 
 def _doc_ids_of(where: dict[str, Any] | None) -> list[str] | None:
-    """The documents a filter on ``doc_id`` alone allows (``None``: no such filter)."""
+    """The documents a filter on ``doc_id`` alone allows (``None``: no such filter).
+
+    Only ids Chroma would accept (strings, integers) count: any other value leaves the filter
+    to the vector store, which refuses it with its own error.
+    """
     if not where or set(where) != {keys.DOC_ID}:
         return None
     value = where[keys.DOC_ID]
     if isinstance(value, dict) and set(value) == {"$eq"}:
         value = value["$eq"]
-    if isinstance(value, dict) and set(value) == {"$in"}:
-        return [str(v) for v in value["$in"]]
-    if isinstance(value, (str, int)):
-        return [str(value)]
-    return None
+    values = value["$in"] if isinstance(value, dict) and set(value) == {"$in"} else [value]
+    if not isinstance(values, list) or not all(_is_id(v) for v in values):
+        return None
+    return [str(v) for v in values]
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from langchain_gated_parent import keys
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     import numpy as np
     from langchain_core.documents import Document
@@ -22,22 +22,22 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class ParentHits:
-    """Parents found by the gate's vector search, best first, scores in [0, 1]."""
+class Section:
+    """One parent as the gate reads it, from its section record (one read per candidate)."""
 
-    ids: list[str]
-    scores: list[float]
-    metadatas: list[dict[str, Any]]
-
-    @property
-    def headings(self) -> list[str]:
-        """Each parent's heading titles (its path and its subsections'), for the title signal."""
-        return [str(meta.get(keys.HEADINGS, "")) for meta in self.metadatas]
-
-    @property
-    def child_counts(self) -> list[int]:
-        """How many children each parent has (how far the gate must open, without a read)."""
-        return [int(meta.get(keys.CHILD_COUNT, 0)) for meta in self.metadatas]
+    parent_id: str
+    doc_id: str
+    headings: str
+    """The parent's heading titles (its path and its subsections'), for the title signal."""
+    child_count: int
+    """How many children the parent has (how far the gate must open)."""
+    vector: NDArray[np.float32]
+    """The parent's vector (L2-normalized), as the vector store holds it."""
+    children: list[dict[str, Any]]
+    """Each child's own metadata (``chunk_id``, ``parent_id``, span, ...), in child order
+    (empty, with ``child_vectors``, when a read of the gate's candidates skipped them)."""
+    child_vectors: NDArray[np.float32]
+    """One row per child, L2-normalized."""
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,8 @@ class SearchStore(Protocol):
 
     def search_parents(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
-    ) -> ParentHits:
-        """The ``n`` parents most similar to the query vector."""
+    ) -> list[tuple[str, float]]:
+        """The ``n`` parents nearest the query vector, as ``(parent_id, score in [0, 1])``."""
         ...
 
     def search_sparse(
@@ -116,14 +116,22 @@ class SearchStore(Protocol):
         """The ``n`` children nearest the query vector, as ``(child_id, score in [0, 1])``."""
         ...
 
-    def parents_by_id(
-        self, parent_ids: Sequence[str], where: dict[str, Any] | None = None
-    ) -> ParentHits:
-        """Parents by id with their metadata, those failing ``where`` left out."""
+    def sections(
+        self,
+        parent_ids: Sequence[str],
+        where: dict[str, Any] | None = None,
+        *,
+        unchecked: Sequence[str] = (),
+    ) -> dict[str, Section]:
+        """Section records by parent id; of ``unchecked`` ids, those failing ``where`` left out."""
         ...
 
-    def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
-        """Every child of the given parents (id to child count), with vectors."""
+    def document_sections(self, where: dict[str, Any] | None) -> dict[str, Section] | None:
+        """Every section of the few documents a ``doc_id`` filter names, else ``None``."""
+        ...
+
+    def children_of(self, parent_ids: Sequence[str]) -> ChildRows:
+        """Every child of the given parents, with vectors and texts."""
         ...
 
 

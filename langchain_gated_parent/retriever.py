@@ -24,7 +24,7 @@ from typing_extensions import override
 from langchain_gated_parent import keys, params, scoring
 from langchain_gated_parent.lexical import bm25
 from langchain_gated_parent.params import SearchFields, SearchParams
-from langchain_gated_parent.records import ChildRows, Explanation, ParentHits, SearchStore
+from langchain_gated_parent.records import ChildRows, Explanation, SearchStore, Section
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Mapping, Sequence
@@ -44,54 +44,65 @@ PASSED_THROUGH = ("tags", "metadata")
 
 
 @dataclass(frozen=True)
-class _Embed:
+class _Begin:
+    """What needs the query text only, run at once: embed it, read or search by its terms.
+
+    The term search and the read of the documents a filter names do not wait for the vector.
+    """
+
     query: str
-
-
-@dataclass(frozen=True)
-class _SearchParents:
-    vector: list[float]
-    n: int
+    embed: bool
+    """Whether to embed the query (``False``: the caller gave its vector)."""
+    n_sparse: int
+    """Parents asked of the term search (0: not run)."""
     where: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
-class _SearchAll:
-    """The gate's three searches, independent of each other, so run at once."""
+class _SearchVectors:
+    """The gate's two vector searches, independent of each other, so run at once."""
 
-    query: str
     vector: list[float]
     n: int
-    """Parents asked of the dense and the sparse search."""
+    """Parents asked of the dense search."""
     n_children: int
     """Children asked of the child-vector search (0: not run)."""
-    sparse: bool
     where: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
-class _ParentsById:
+class _Sections:
     ids: list[str]
     where: dict[str, Any] | None
+    unchecked: list[str]
+    """Candidates found by a search that applies only a ``doc_id`` filter."""
 
 
 @dataclass(frozen=True)
 class _FetchChildren:
-    child_counts: dict[str, int]
-    """Parent id → how many children it has."""
+    parent_ids: list[str]
 
 
-_Step = _Embed | _SearchParents | _SearchAll | _ParentsById | _FetchChildren
+_Step = _Begin | _SearchVectors | _Sections | _FetchChildren
 
 CHILD_SEARCH_FACTOR = 2
 """The child-vector search asks for this many children per parent the dense search asks for."""
 _SEARCHES = ThreadPoolExecutor(max_workers=3, thread_name_prefix="gated-search")
-"""Runs the gate's independent searches of one sync query concurrently."""
+"""Runs the independent reads of one sync query concurrently (its thread embeds meanwhile)."""
+
+
+def _nothing() -> None:
+    return None
 
 
 def _parent_of_child(child: str) -> str:
     """``C-<sid>-<n>`` → ``P-<sid>`` (see :func:`~langchain_gated_parent.splitters.child_id`)."""
     return "P-" + child.removeprefix("C-").rsplit("-", 1)[0]
+
+
+def _stack(matrices: Sequence[Any]) -> Any:
+    """Rows of several matrices (or vectors) as one matrix."""
+    return np.vstack(matrices) if len(matrices) else np.empty((0, 0), np.float32)
 
 
 def _parents_of(
@@ -240,39 +251,34 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         """
         alpha = scoring.route_alpha(query) if settings.alpha == "auto" else float(settings.alpha)
         explanation = Explanation(query=query, alpha=alpha)
-        if vector is None:
-            vector = yield _Embed(query)
-        self.index.check_dimension(vector)
         wide = settings.gate_margin > 0 or settings.fill or settings.title_weight > 0
         # Filling needs about k / child_per_parent parents; search twice that, never fewer
         # than 4 gates' worth, so the title signal can promote a parent the vectors ranked low.
         need = -(-2 * settings.k // settings.child_per_parent) if settings.fill else 0
         n = max(4 * settings.parent_top_k, need) if wide else settings.parent_top_k
-        sources: dict[str, list[scoring.GateSource]] = {}
-        if settings.sparse_weight or settings.child_weight:
-            hits, parent_scores, sources = yield from self._hybrid_candidates(
-                query, vector, n, settings
-            )
-        else:
-            hits = yield _SearchParents(vector, n, settings.filter)
-            parent_scores = scoring.blend(
-                hits.scores, bm25(query, hits.headings), settings.title_weight
-            )
-        gate = scoring.select_gate(
-            hits.ids, parent_scores, settings.parent_top_k, margin=settings.gate_margin
+        embedded, every, sparse = yield _Begin(
+            query, vector is None, n if settings.sparse_weight else 0, settings.filter
         )
-        counts = hits.child_counts
+        vector = embedded if vector is None else vector
+        self.index.check_dimension(vector)
+        sections, sources = yield from self._candidates(
+            query, vector, n, settings, every=every, sparse=sparse
+        )
+        ids = list(sections)
+        parent_scores = sources.scores
+        gate = scoring.select_gate(
+            ids, parent_scores, settings.parent_top_k, margin=settings.gate_margin
+        )
         if settings.fill:
             gate = scoring.fill_gate(
                 gate,
-                hits.ids,
+                ids,
                 parent_scores,
-                counts,
+                [sections[p].child_count for p in ids],
                 need=settings.k,
                 child_per_parent=settings.child_per_parent,
             )
-        count_of = dict(zip(hits.ids, counts, strict=True))
-        rows: ChildRows = yield _FetchChildren({g.parent_id: count_of[g.parent_id] for g in gate})
+        rows: ChildRows = yield _FetchChildren([g.parent_id for g in gate])
         if not rows.ids:
             return explanation
         child_scores = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
@@ -301,7 +307,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 limit=None if settings.return_parents else settings.k,
             )
         by_parent = {g.parent_id: g for g in gate}
-        meta_of = dict(zip(hits.ids, hits.metadatas, strict=True))
+        source_of = dict(zip(sources.ids, sources.sources, strict=True))
 
         def child_doc(row: int) -> Document:
             gated = by_parent[parent_ids[row]]
@@ -322,15 +328,14 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 page_content="",
                 id=g.parent_id,
                 metadata={
-                    **meta_of[g.parent_id],
+                    **rows.parents[g.parent_id].metadata,
                     keys.PARENT_SCORE: g.score,
                     keys.GATE_RANK: g.rank,
-                    keys.GATE_SOURCES: [
-                        s.value for s in sources.get(g.parent_id, [scoring.GateSource.DENSE])
-                    ],
+                    keys.GATE_SOURCES: [s.value for s in source_of[g.parent_id]],
                 },
             )
             for g in gate
+            if g.parent_id in rows.parents
         )
         if explain:
             explanation.considered.extend(child_doc(row) for row, _ in ranked)
@@ -341,39 +346,55 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
             explanation.documents.extend(children[: settings.k])
         return explanation
 
-    def _hybrid_candidates(
-        self, query: str, vector: list[float], n: int, settings: SearchParams
-    ) -> Generator[_Step, Any, tuple[ParentHits, Any, dict[str, list[scoring.GateSource]]]]:
-        """Candidates from the dense, sparse and child-vector searches, one fused score each.
+    def _candidates(  # noqa: PLR0913 (what the first step gave, passed on)
+        self,
+        query: str,
+        vector: list[float],
+        n: int,
+        settings: SearchParams,
+        *,
+        every: dict[str, Section] | None,
+        sparse: list[tuple[str, float]],
+    ) -> Generator[_Step, Any, tuple[dict[str, Section], scoring.GateCandidates]]:
+        """The gate's candidates (their section records) and one fused score each.
 
-        Parents found only by the sparse or the child search are read by id (with their
-        metadata, and checked against the filter) in one more read.
+        Candidates come from the dense parent search, the term search (``sparse``, run with
+        the embedding) and the parents of the best children (the child-vector search). Across
+        the collection the two vector searches run at once; for a filter naming a few
+        documents, ``every`` holds all their sections, and both are scored exactly from them.
         """
         n_children = CHILD_SEARCH_FACTOR * n if settings.child_weight else 0
-        dense, sparse, children = yield _SearchAll(
-            query, vector, n, n_children, bool(settings.sparse_weight), settings.filter
-        )
+        if every is not None:
+            dense = scoring.nearest(
+                list(every), _stack([s.vector for s in every.values()]), vector, n
+            )
+            children = scoring.nearest(
+                [str(c[keys.CHUNK_ID]) for s in every.values() for c in s.children],
+                _stack([s.child_vectors for s in every.values()]),
+                vector,
+                n_children,
+            )
+        else:
+            dense, children = yield _SearchVectors(vector, n, n_children, settings.filter)
         child_parents = [(_parent_of_child(c), score) for c, score in children]
-        known = set(dense.ids)
-        extra = list(dict.fromkeys(p for p, _ in [*sparse, *child_parents] if p not in known))
-        more: ParentHits = (
-            (yield _ParentsById(extra, settings.filter)) if extra else ParentHits([], [], [])
-        )
-        ids = [*dense.ids, *more.ids]
-        metadatas = [*dense.metadatas, *more.metadatas]
-        allowed = set(ids)
-        hits = ParentHits(ids, [0.0] * len(ids), metadatas)
+        found = list(dict.fromkeys(p for p, _ in [*dense, *sparse, *child_parents]))
+        if every is None:
+            known = {p for p, _ in dense}
+            sections = yield _Sections(found, settings.filter, [p for p in found if p not in known])
+        else:
+            sections = {p: every[p] for p in found if p in every}
+        ids = list(sections)
         fused = scoring.fuse_gate_sources(
             ids,
-            list(zip(dense.ids, dense.scores, strict=True)),
-            [(p, s) for p, s in sparse if p in allowed],
-            [(p, s) for p, s in child_parents if p in allowed],
-            title=bm25(query, hits.headings),
+            [(p, s) for p, s in dense if p in sections],
+            [(p, s) for p, s in sparse if p in sections],
+            [(p, s) for p, s in child_parents if p in sections],
+            title=bm25(query, [sections[p].headings for p in ids]),
             title_weight=settings.title_weight,
             sparse_weight=settings.sparse_weight,
             child_weight=settings.child_weight,
         )
-        return hits, fused.scores, dict(zip(fused.ids, fused.sources, strict=True))
+        return sections, fused
 
     # ------------------------------------------------------------------ drivers
     def _run(self, plan: Generator[_Step, Any, Explanation]) -> Explanation:
@@ -390,39 +411,48 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         try:
             while True:
                 step = plan.send(result)
-                if isinstance(step, _Embed):
-                    result = await self.index.embeddings.aembed_query(step.query)
-                elif isinstance(step, _SearchAll):
-                    result = tuple(
-                        await asyncio.gather(
-                            *(run_in_executor(None, call) for call in self._searches(step))
-                        )
-                    )
+                # Storage may be synchronous (a local vector store often is): its calls run
+                # off the event loop, in threads that see this task's context (tracing).
+                if isinstance(step, (_Begin, _SearchVectors)):
+                    calls = [run_in_executor(None, call) for call in self._storage_calls(step)]
+                    if isinstance(step, _Begin):
+                        calls.insert(0, self._aembed(step))
+                    result = tuple(await asyncio.gather(*calls))
                 else:
-                    # The stores may be synchronous (a local vector store often is): keep them off
-                    # the event loop, in a thread that sees this task's context (tracing).
                     result = await run_in_executor(None, self._do, step)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
-    def _do(self, step: _Step) -> Any:
-        if isinstance(step, _Embed):
-            return self.index.embeddings.embed_query(step.query)
-        if isinstance(step, _SearchParents):
-            return self.index.search_parents(step.vector, step.n, step.where)
-        if isinstance(step, _SearchAll):
-            futures = [_SEARCHES.submit(call) for call in self._searches(step)]
-            return tuple(f.result() for f in futures)
-        if isinstance(step, _ParentsById):
-            return self.index.parents_by_id(step.ids, step.where)
-        return self.index.children_of(step.child_counts)
+    async def _aembed(self, step: _Begin) -> list[float] | None:
+        return await self.index.embeddings.aembed_query(step.query) if step.embed else None
 
-    def _searches(self, step: _SearchAll) -> list[Callable[[], Any]]:
-        """The three searches of :class:`_SearchAll` as calls (a skipped one returns [])."""
+    def _do(self, step: _Step) -> Any:
+        if isinstance(step, (_Begin, _SearchVectors)):
+            calls = self._storage_calls(step)
+            if isinstance(step, _Begin):
+                embed = self.index.embeddings.embed_query
+                calls.insert(0, (lambda: embed(step.query)) if step.embed else _nothing)
+            futures = [_SEARCHES.submit(call) for call in calls[1:]]
+            return (calls[0](), *(future.result() for future in futures))
+        if isinstance(step, _Sections):
+            return self.index.sections(step.ids, step.where, unchecked=step.unchecked)
+        return self.index.children_of(step.parent_ids)
+
+    def _storage_calls(self, step: _Begin | _SearchVectors) -> list[Callable[[], Any]]:
+        """A concurrent step's reads, in the order of its result.
+
+        For :class:`_Begin` they follow the query vector; a skipped search returns ``[]``.
+        """
         index = self.index
+        if isinstance(step, _Begin):
+            return [
+                lambda: index.document_sections(step.where),
+                (lambda: index.search_sparse(step.query, step.n_sparse, step.where))
+                if step.n_sparse
+                else list,
+            ]
         return [
             lambda: index.search_parents(step.vector, step.n, step.where),
-            (lambda: index.search_sparse(step.query, step.n, step.where)) if step.sparse else list,
             (lambda: index.search_children(step.vector, step.n_children, step.where))
             if step.n_children
             else list,

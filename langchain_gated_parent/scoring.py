@@ -37,6 +37,21 @@ def similarity_from_distance(cosine_distance: ArrayLike) -> NDArray[np.float64]:
     return similarity(1.0 - np.asarray(cosine_distance, dtype=np.float64))
 
 
+def nearest(
+    ids: Sequence[str], matrix: NDArray[np.float32], vector: ArrayLike, n: int
+) -> list[tuple[str, float]]:
+    """The ``n`` rows of ``matrix`` (L2-normalized) most similar to ``vector``, exactly.
+
+    The same ``(id, score in [0, 1])`` a vector store's search gives, for a set small enough
+    to score whole (the sections and children of a few documents).
+    """
+    if not len(ids) or n < 1:
+        return []
+    scores = similarity(matrix @ np.asarray(vector, dtype=np.float32))
+    top = np.argsort(-scores, kind="stable")[:n]
+    return [(ids[i], float(scores[i])) for i in top]
+
+
 def fuse(parent_score: ArrayLike, child_score: ArrayLike, alpha: float) -> NDArray[np.float64]:
     """The fused score ``alpha * s_parent + (1 - alpha) * s_child``.
 

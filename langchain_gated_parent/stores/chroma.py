@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 
 from langchain_gated_parent import keys
-from langchain_gated_parent.records import ParentHits
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -300,8 +299,11 @@ class ChromaVectors:
 
     def search_parents(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None
-    ) -> ParentHits:
-        """The ``n`` parents most similar to the query vector, scored as similarities."""
+    ) -> list[tuple[str, float]]:
+        """The ``n`` parent vectors nearest the query, as ``(parent_id, similarity)``.
+
+        Distances only: what the gate needs of a parent besides is in its section record.
+        """
         from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
 
         result = read_racing(
@@ -309,17 +311,12 @@ class ChromaVectors:
                 query_embeddings=np.asarray([vector], dtype=np.float32),
                 n_results=n,
                 where=where,
-                include=["distances", "metadatas"],
+                include=["distances"],
             )
         )
         ids = result["ids"][0]
-        distances = (result["distances"] or [[]])[0]
-        metadatas = (result["metadatas"] or [[]])[0]
-        return ParentHits(
-            list(ids),
-            similarity_from_distance(distances).tolist(),
-            [from_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
-        )
+        scores = similarity_from_distance((result["distances"] or [[]])[0]).tolist()
+        return list(zip(ids, scores, strict=True))
 
     def search_children(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None
@@ -342,35 +339,10 @@ class ChromaVectors:
         scores = similarity_from_distance((result["distances"] or [[]])[0]).tolist()
         return list(zip(ids, scores, strict=True))
 
-    def parents_by_id(self, parent_ids: list[str], where: dict[str, Any] | None) -> ParentHits:
-        """Stored parents by id with their metadata (scores 0), those failing ``where`` left out."""
-        result = read_racing(
-            lambda: self.parents.get(ids=parent_ids, where=where, include=["metadatas"])
-        )
-        ids = list(result["ids"])
-        return ParentHits(
-            ids,
-            [0.0] * len(ids),
-            [
-                from_chroma(m, parent_id=i)
-                for i, m in zip(ids, result["metadatas"] or [], strict=True)
-            ],
-        )
-
-    def children_rows(
-        self, ids: list[str], dimension: int
-    ) -> tuple[list[str], list[dict[str, Any]], NDArray[np.float32]]:
-        """Stored children by id: their ids, own metadata and vectors (absent ids left out)."""
-        result = read_racing(
-            lambda: self.children.get(ids=ids, include=["embeddings", "metadatas"])
-        )
-        found = list(result["ids"])
-        metadatas = [
-            from_chroma(meta, chunk_id=cid)
-            for cid, meta in zip(found, result["metadatas"] or [], strict=True)
-        ]
-        vectors = np.asarray(result["embeddings"], dtype=np.float32).reshape(len(found), dimension)
-        return found, metadatas, vectors
+    def allowed_parents(self, parent_ids: list[str], where: dict[str, Any]) -> set[str]:
+        """Those of the stored parents that pass ``where`` (a filter on user metadata)."""
+        result = read_racing(lambda: self.parents.get(ids=parent_ids, where=where, include=[]))
+        return set(result["ids"])
 
     def parent_ids(self) -> set[str]:
         """Every stored parent vector's id."""

@@ -23,6 +23,9 @@ import warnings
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from langchain_gated_parent.stores.keyvalue import fast_mget
+from langchain_gated_parent.stores.sections import SectionStore
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
@@ -37,6 +40,8 @@ MANIFEST_PREFIX = "manifest:"
 STAMP_KEY = "stamp"
 JOURNAL_NAMESPACE_SUFFIX = "/gated-parent-journal"
 """The journal's namespace is the docstore's plus this suffix (e.g. ``parents/gated-...``)."""
+SECTIONS_NAMESPACE_SUFFIX = "/gated-parent-sections"
+"""The section records' namespace (:mod:`~langchain_gated_parent.stores.sections`), likewise."""
 LOCK_FILE = "writer.lock"
 LEGACY_CONFIG_KEY = "gp-config"
 """Where format 2 kept its config: in the docstore, beside the parents (refused when found)."""
@@ -80,6 +85,7 @@ class Journal:
         from langchain_classic.storage import EncoderBackedStore  # noqa: PLC0415
 
         self._raw = store
+        self._read = fast_mget(store)
         self._records: BaseStore[str, Any] = EncoderBackedStore(
             store,
             key_encoder=lambda key: key,
@@ -123,7 +129,7 @@ class Journal:
     # ------------------------------------------------------------------ stamp
     def stamp(self) -> Stamp:
         """The current stamp (all zero for an index never written)."""
-        raw = self._raw.mget([STAMP_KEY])[0]
+        raw = self._read([STAMP_KEY])[0]
         return Stamp(**json.loads(raw)) if raw is not None else Stamp()
 
     def put_stamp(self, stamp: Stamp) -> Stamp:
@@ -144,6 +150,7 @@ class Placement:
     journal: Journal
     lock: WriterLock
     durable: bool
+    sections: SectionStore
     """False when the journal lives in this process's memory only."""
 
 
@@ -174,6 +181,9 @@ def place(
     sql = sql_store_of(docstore)
     if sql is not None:
         journal = Journal(_sql_namespace(sql.engine, sql.namespace + JOURNAL_NAMESPACE_SUFFIX))
+        sections = SectionStore(
+            _sql_namespace(sql.engine, sql.namespace + SECTIONS_NAMESPACE_SUFFIX)
+        )
         lock: WriterLock
         if sql.engine.dialect.name == "postgresql":
             lock = PostgresWriterLock(sql.engine, f"{sql.namespace}:{index_name}")
@@ -183,11 +193,14 @@ def place(
             lock = FileWriterLock(Path(f"{sql.engine.url.database}.{LOCK_FILE}"))
         else:
             return None
-        return Placement(journal, lock, durable=True)
+        return Placement(journal, lock, durable=True, sections=sections)
     if directory is not None:
         engine = _sqlite_engine(directory / sqlite_file)
         journal = Journal(_sql_namespace(engine, "parents" + JOURNAL_NAMESPACE_SUFFIX))
-        return Placement(journal, FileWriterLock(directory / LOCK_FILE), durable=True)
+        sections = SectionStore(_sql_namespace(engine, "parents" + SECTIONS_NAMESPACE_SUFFIX))
+        return Placement(
+            journal, FileWriterLock(directory / LOCK_FILE), durable=True, sections=sections
+        )
     return None
 
 
@@ -197,7 +210,12 @@ def in_memory() -> Placement:
 
     from langchain_gated_parent.stores.lock import ProcessWriterLock  # noqa: PLC0415
 
-    return Placement(Journal(InMemoryByteStore()), ProcessWriterLock(), durable=False)
+    return Placement(
+        Journal(InMemoryByteStore()),
+        ProcessWriterLock(),
+        durable=False,
+        sections=SectionStore(InMemoryByteStore()),
+    )
 
 
 def sql_store_of(docstore: BaseStore[str, Document]) -> Any:

@@ -24,7 +24,10 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_gated_parent.index import GatedParentIndex
 from langchain_gated_parent.stores.docstore import sql_docstore
-from langchain_gated_parent.stores.journal import JOURNAL_NAMESPACE_SUFFIX
+from langchain_gated_parent.stores.journal import (
+    JOURNAL_NAMESPACE_SUFFIX,
+    SECTIONS_NAMESPACE_SUFFIX,
+)
 from langchain_gated_parent.stores.sparse import open_sparse
 
 if TYPE_CHECKING:
@@ -144,7 +147,11 @@ class StoreSpec:
                 with suppress(Exception):
                     client.delete_collection(f"{self.name}-{suffix}")
         if self.postgres_url:
-            for namespace in (self.namespace, self.namespace + JOURNAL_NAMESPACE_SUFFIX):
+            for namespace in (
+                self.namespace,
+                self.namespace + JOURNAL_NAMESPACE_SUFFIX,
+                self.namespace + SECTIONS_NAMESPACE_SUFFIX,
+            ):
                 store = sql_docstore(self.postgres_url, namespace)
                 store.mdelete(list(store.yield_keys()))
             sparse = open_sparse(sql_docstore(self.postgres_url, self.namespace), self.name)
@@ -153,11 +160,12 @@ class StoreSpec:
 
 
 def snapshot(index: GatedParentIndex) -> dict[str, Any]:
-    """Every record of the three stores, sorted by id, for exact comparison.
+    """Every record of the index's stores, sorted by id, for exact comparison.
 
     Returns:
         ``docstore``: key -> (page_content, metadata) for every parent; ``sparse``: the sparse
-        index's rows (``None`` without one); ``journal``: key ->
+        index's rows (``None`` without one); ``sections``: parent id -> its section record's
+        fields (vectors as lists); ``journal``: key ->
         record for the config and every manifest; ``parents`` / ``children``: ids, metadatas,
         documents and an ``embeddings`` matrix in id order.
     """
@@ -180,9 +188,20 @@ def snapshot(index: GatedParentIndex) -> dict[str, Any]:
             "embeddings": vectors[list(order)] if len(order) else vectors.reshape(0, 0),
         }
 
+    records = index.section_store.get(sorted(index.section_store.parent_ids()))
+    sections = {
+        pid: (
+            r.doc_id,
+            r.headings,
+            r.children,
+            np.vstack([r.vector[None, :], r.child_vectors]).round(5).tolist(),
+        )
+        for pid, r in records.items()
+    }
     return {
         "docstore": docstore,
         "sparse": index.sparse.rows() if index.sparse is not None else None,
+        "sections": sections,
         "journal": index.journal.records(),
         "parents": collection(index.parents),
         "children": collection(index.children),
@@ -195,6 +214,7 @@ def assert_same_state(actual: dict[str, Any], expected: dict[str, Any]) -> None:
     for key, value in expected["docstore"].items():
         assert actual["docstore"][key] == value, key
     assert actual["sparse"] == expected["sparse"], "the sparse index differs"
+    assert actual["sections"] == expected["sections"], "the section records differ"
     assert actual["journal"] == expected["journal"]
     for part in ("parents", "children"):
         got, want = actual[part], expected[part]

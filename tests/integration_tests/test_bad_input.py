@@ -180,7 +180,7 @@ def five_mb_result(context: Context, report: Any) -> None:
     assert report.children >= 2000
     rows = context.index.children.get(where={keys.DOC_ID: "big"}, include=["metadatas"])
     parent = (rows["metadatas"] or [{}])[0][keys.PARENT_ID]
-    texts = context.index.children_of({parent: len(rows["ids"])}).texts
+    texts = context.index.children_of([parent]).texts
     count = token_counter("cl100k_base")
     assert len(texts) == report.children
     assert max(count(text) for text in texts) <= 512

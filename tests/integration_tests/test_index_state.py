@@ -97,16 +97,39 @@ def test_a_persistent_client_with_a_memory_docstore_is_refused(tmp_path: Path) -
         GatedParentIndex(fake_embeddings(), client=client)
 
 
+def test_an_index_of_format_3_is_upgraded_in_place_by_recover(tmp_path: Path) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(2))
+    expected = [(d.id, d.metadata["score"]) for d in index.as_retriever(k=8).invoke("alpha")]
+    records = index.section_store.parent_ids()
+    # Make it what format 3 left on disk: the same stores, no section records.
+    index.section_store.delete(sorted(records))
+    config = {**index.journal.config(), "format_version": 3}
+    index.journal.put_config(config, index.journal.stamp())
+
+    old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    with pytest.raises(ValueError, match=r"format version 3; upgrade .*`gated-parent recover"):
+        old.as_retriever().invoke("alpha")
+    assert old.recover() == []
+    assert old.config["format_version"] == 4
+    assert old.section_store.parent_ids() == records
+    assert old.verify().ok
+    reopened = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    found = [(d.id, d.metadata["score"]) for d in reopened.as_retriever(k=8).invoke("alpha")]
+    assert [i for i, _ in found] == [i for i, _ in expected]
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected])
+
+
 def test_an_index_of_format_2_is_refused_with_the_fix(tmp_path: Path) -> None:
     index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     index.add_documents(corpus(1))
     # Keep the config the way format 2 did (in the docstore, beside the parents, with the old
-    # unprefixed metadata keys in the stores): it cannot be read as format 3.
+    # unprefixed metadata keys in the stores): it cannot be read as format 3 or 4.
     config = {**index.journal.records()["config"], "format_version": 2}
     index.docstore.mset([(LEGACY_CONFIG_KEY, Document(page_content=json.dumps(config)))])
     index.journal._records.mdelete(["config", STAMP_KEY])
     before = snapshot(index)
 
-    with pytest.raises(ValueError, match=r"format version 2, .* reads format 3 .*rebuild it"):
+    with pytest.raises(ValueError, match=r"format version 2, .* formats 3 and 4 .*rebuild it"):
         GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     assert_same_state(snapshot(index), before)

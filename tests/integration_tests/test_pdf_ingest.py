@@ -201,13 +201,13 @@ def test_sections_json_prints_the_tree(tmp_path, paper):
 
 
 def test_an_index_with_the_old_unprefixed_keys_is_refused(tmp_path, embeddings):
-    from langchain_gated_parent.index import FORMAT_VERSION
+    from langchain_gated_parent.formats import FORMAT_VERSION
 
     directory = tmp_path / "index"
     index = GatedParentIndex(embeddings, directory=directory)
     index.add_documents([Document("# A\n\nSome text.", metadata={"doc_id": "a"})])
     config = index.journal.config()
-    assert config["format_version"] == FORMAT_VERSION == 3
+    assert config["format_version"] == FORMAT_VERSION == 4
     index.journal.put_config({**config, "format_version": 2}, index.journal.stamp())
-    with pytest.raises(ValueError, match=r"format version 2, .* reads format 3 .*rebuild it"):
+    with pytest.raises(ValueError, match=r"format version 2, .* formats 3 and 4 .*rebuild it"):
         GatedParentIndex(embeddings, directory=directory)

@@ -19,10 +19,10 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_gated_parent import GatedParentIndex, GatedParentRetriever, keys, retriever
-from langchain_gated_parent.records import ChildRows, ParentHits, SearchStore
+from langchain_gated_parent.records import ChildRows, SearchStore, Section
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
 pytestmark = pytest.mark.disable_socket
 
@@ -154,16 +154,16 @@ class FakeStore:
 
     def search_parents(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
-    ) -> ParentHits:
+    ) -> list[tuple[str, float]]:
         del where
         query = np.asarray(vector) / np.linalg.norm(vector)
-        scores = {
-            pid: float(self.vectors[rows].mean(axis=0) @ query)
-            for pid, rows in self.parents.items()
-        }
+        scores = {pid: float(self._centroid(pid) @ query) for pid in self.parents}
         best = sorted(scores, key=lambda pid: -scores[pid])[:n]
-        metadatas = [{keys.CHILD_COUNT: len(self.parents[p]), keys.HEADINGS: p[2:]} for p in best]
-        return ParentHits(best, [max(scores[p], 0.0) for p in best], metadatas)
+        return [(p, max(scores[p], 0.0)) for p in best]
+
+    def _centroid(self, pid: str) -> Any:
+        mean = self.vectors[self.parents[pid]].mean(axis=0)
+        return mean / np.linalg.norm(mean)
 
     def search_sparse(
         self, query: str, n: int, where: dict[str, Any] | None = None
@@ -179,23 +179,39 @@ class FakeStore:
         best = np.argsort(-scores)[:n]
         return [(self.children[r][0], max(float(scores[r]), 0.0)) for r in best]
 
-    def parents_by_id(
-        self, parent_ids: Sequence[str], where: dict[str, Any] | None = None
-    ) -> ParentHits:
-        del where
-        metadatas = [
-            {keys.CHILD_COUNT: len(self.parents[p]), keys.HEADINGS: p[2:]} for p in parent_ids
-        ]
-        return ParentHits(list(parent_ids), [0.0] * len(parent_ids), metadatas)
+    def sections(
+        self,
+        parent_ids: Sequence[str],
+        where: dict[str, Any] | None = None,
+        *,
+        unchecked: Sequence[str] = (),
+    ) -> dict[str, Section]:
+        del where, unchecked
+        return {
+            pid: Section(
+                parent_id=pid,
+                doc_id="doc",
+                headings=pid[2:],
+                child_count=len(self.parents[pid]),
+                vector=self._centroid(pid).astype(np.float32),
+                children=[self.children[r][2] for r in self.parents[pid]],
+                child_vectors=self.vectors[self.parents[pid]].astype(np.float32),
+            )
+            for pid in parent_ids
+        }
 
-    def children_of(self, child_counts: Mapping[str, int]) -> ChildRows:
-        rows = [row for pid in child_counts for row in self.parents[pid]]
+    def document_sections(self, where: dict[str, Any] | None) -> dict[str, Section] | None:
+        del where
+        return None  # no documents to read whole: the gate always searches
+
+    def children_of(self, parent_ids: Sequence[str]) -> ChildRows:
+        rows = [row for pid in parent_ids for row in self.parents[pid]]
         return ChildRows(
             [self.children[r][0] for r in rows],
             [self.children[r][1] for r in rows],
             [self.children[r][2] for r in rows],
             self.vectors[rows].astype(np.float32),
-            {pid: Document(page_content="", id=pid) for pid in child_counts},
+            {pid: Document(page_content="", id=pid) for pid in parent_ids},
         )
 
 

@@ -1,0 +1,130 @@
+"""Index formats: the one this version writes, the one it upgrades, the ones it refuses.
+
+An index records its format in its config. Format 3 lacks the section records of format 4;
+everything a record holds is already stored (the parents in the docstore, the vectors and the
+children's metadata in the vector store), so the upgrade reads them and writes the records,
+once, under the writer lock (:meth:`~langchain_gated_parent.index.GatedParentIndex.recover`,
+``gated-parent recover``, or any write). Older formats stored other metadata keys and are
+refused: they have to be rebuilt.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from langchain_gated_parent import keys
+from langchain_gated_parent.splitters import child_id
+from langchain_gated_parent.stores.chroma import from_chroma, read_racing
+from langchain_gated_parent.stores.sections import section_of
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from langchain_core.documents import Document
+    from langchain_core.stores import BaseStore
+
+    from langchain_gated_parent.records import Section
+    from langchain_gated_parent.stores.chroma import ChromaVectors
+    from langchain_gated_parent.stores.sections import SectionStore
+
+FORMAT_VERSION = 4
+"""4: each parent has a section record (:mod:`~langchain_gated_parent.stores.sections`).
+3: structural metadata keys carry the ``gp_`` prefix (see :mod:`~langchain_gated_parent.keys`),
+and config and manifests live in a journal of their own, not in the docstore. 2: children are
+stored without their text (cut from the parent's)."""
+UPGRADABLE = 3
+"""The one older format that is upgraded in place rather than refused."""
+UPGRADE_BATCH = 256
+"""Parents read and recorded per step of the upgrade."""
+
+
+def check_format(config: Mapping[str, Any]) -> None:
+    """Refuse an index whose format this version cannot read or upgrade, naming the fix."""
+    version = int(config.get("format_version", 1))
+    if version not in (FORMAT_VERSION, UPGRADABLE):
+        msg = (
+            f"this index has format version {version}, this version of langchain-gated-parent "
+            f"reads formats {UPGRADABLE} and {FORMAT_VERSION} (its metadata keys differ); "
+            "rebuild it: index the same documents into a new directory"
+        )
+        raise ValueError(msg)
+
+
+def refuse_until_upgraded(config: Mapping[str, Any]) -> None:
+    """A query of a format-3 index would find no section records: say how to upgrade it."""
+    if int(config.get("format_version", FORMAT_VERSION)) == UPGRADABLE:
+        msg = (
+            f"this index has format version {UPGRADABLE}; upgrade it to format "
+            f"{FORMAT_VERSION} once (nothing is re-embedded or lost): run "
+            "`gated-parent recover DIRECTORY`, call index.recover(), or add documents"
+        )
+        raise ValueError(msg)
+
+
+def add_section_records(
+    docstore: BaseStore[str, Document], vectors: ChromaVectors, records: SectionStore
+) -> int:
+    """Write the section record of every parent from what is stored; returns how many.
+
+    Parents without a stored vector are skipped (the journal's recovery removes what an
+    unfinished write left behind before this runs).
+    """
+    done = 0
+    batch: list[str] = []
+    for parent_id in docstore.yield_keys():
+        batch.append(parent_id)
+        if len(batch) == UPGRADE_BATCH:
+            done += _record_batch(batch, docstore, vectors, records)
+            batch = []
+    if batch:
+        done += _record_batch(batch, docstore, vectors, records)
+    return done
+
+
+def _record_batch(
+    parent_ids: list[str],
+    docstore: BaseStore[str, Document],
+    vectors: ChromaVectors,
+    records: SectionStore,
+) -> int:
+    parents = dict(zip(parent_ids, docstore.mget(parent_ids), strict=True))
+    stored = read_racing(lambda: vectors.parents.get(ids=parent_ids, include=["embeddings"]))
+    parent_vectors = dict(zip(stored["ids"], _rows(stored["embeddings"]), strict=True))
+    wanted = [
+        child_id(pid, n)
+        for pid, parent in parents.items()
+        if parent is not None
+        for n in range(1, int(parent.metadata.get(keys.CHILD_COUNT, 0)) + 1)
+    ]
+    found = read_racing(
+        lambda: vectors.children.get(ids=wanted, include=["embeddings", "metadatas"])
+    )
+    children: dict[str, list[tuple[dict[str, Any], Any]]] = {}
+    for cid, meta, vector in zip(
+        found["ids"], found["metadatas"] or [], _rows(found["embeddings"]), strict=True
+    ):
+        own = from_chroma(meta, chunk_id=cid)
+        children.setdefault(own[keys.PARENT_ID], []).append((own, vector))
+    out: list[Section] = []
+    for pid, parent in parents.items():
+        if parent is None or pid not in parent_vectors:
+            continue
+        mine = sorted(children.get(pid, []), key=lambda pair: int(pair[0][keys.START_INDEX]))
+        dimension = len(parent_vectors[pid])
+        out.append(
+            section_of(
+                parent,
+                np.asarray(parent_vectors[pid], dtype=np.float32),
+                [own for own, _ in mine],
+                np.asarray([v for _, v in mine], dtype=np.float32).reshape(len(mine), dimension),
+            )
+        )
+    records.put(out)
+    return len(out)
+
+
+def _rows(embeddings: Any) -> list[Any]:
+    """Chroma's ``embeddings`` (an array, a list, or ``None`` when empty) as a list of rows."""
+    return [] if embeddings is None else list(embeddings)

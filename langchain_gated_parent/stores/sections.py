@@ -1,0 +1,137 @@
+"""Section records: all a query reads about a parent, as one value beside the journal.
+
+The gate ranks candidate sections by their heading titles and opens them by their children;
+scoring a child needs its vector and its span. Read from the vector store, that is a metadata
+fetch with every parent search, a second fetch for the parents other searches found and a
+by-id read of every child with its vector: three round trips per query that cost more than the
+searches themselves. A section record holds, for one parent, its document, its heading titles,
+its own vector, and each child's id, own metadata and vector, packed into one value and read
+by key. The records live in a key-value namespace next to the journal (in the docstore's
+database, in the index folder's SQLite file, or in memory), are written by the same journalled
+writes under the same writer lock, and are deleted with their parent.
+
+The vector store keeps the vectors too: its ANN search over all sections and all children is
+what the gate's dense and child searches use across a collection.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from langchain_gated_parent import keys
+from langchain_gated_parent.records import Section
+from langchain_gated_parent.stores.keyvalue import fast_mget
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_core.documents import Document
+    from langchain_core.stores import BaseStore
+    from numpy.typing import NDArray
+
+__all__ = ["SectionStore", "decode", "encode", "section_of"]
+
+_LENGTHS = struct.Struct("<II")
+"""A record starts with the byte lengths of its header and of its children's JSON."""
+
+
+def encode(section: Section) -> bytes:
+    """A record as bytes: a short JSON header, the children's JSON, then the vectors.
+
+    The header (document, headings, child count) comes first and apart, so a read of many
+    candidates can skip the children (see :func:`decode`).
+    """
+    children = json.dumps(section.children, ensure_ascii=False).encode()
+    header = json.dumps(
+        {
+            "parent_id": section.parent_id,
+            "doc_id": section.doc_id,
+            "headings": section.headings,
+            "child_count": section.child_count,
+            "dimension": int(section.vector.shape[0]),
+        },
+        ensure_ascii=False,
+    ).encode()
+    vectors = np.vstack([section.vector[None, :], section.child_vectors]).astype("<f4")
+    return _LENGTHS.pack(len(header), len(children)) + header + children + vectors.tobytes()
+
+
+def decode(raw: bytes, *, children: bool = True) -> Section:
+    """The inverse of :func:`encode`; ``children=False`` leaves the children unread."""
+    header_size, children_size = _LENGTHS.unpack_from(raw)
+    start = _LENGTHS.size + header_size
+    header = json.loads(raw[_LENGTHS.size : start])
+    dimension = header["dimension"]
+    offset = start + children_size
+    rows = 1 + header["child_count"] if children else 1
+    matrix = np.frombuffer(raw, dtype="<f4", count=rows * dimension, offset=offset)
+    matrix = matrix.reshape(rows, dimension)
+    return Section(
+        parent_id=header["parent_id"],
+        doc_id=header["doc_id"],
+        headings=header["headings"],
+        child_count=header["child_count"],
+        vector=matrix[0],
+        children=json.loads(raw[start:offset]) if children else [],
+        child_vectors=matrix[1:],
+    )
+
+
+def section_of(
+    parent: Document,
+    vector: NDArray[np.float32],
+    children: Sequence[dict[str, Any]],
+    child_vectors: NDArray[np.float32],
+) -> Section:
+    """The record of a parent about to be written, from its metadata and vectors."""
+    meta = parent.metadata
+    return Section(
+        parent_id=str(meta[keys.PARENT_ID]),
+        doc_id=str(meta[keys.DOC_ID]),
+        headings=str(meta.get(keys.HEADINGS, "")),
+        child_count=len(children),
+        vector=np.asarray(vector, dtype=np.float32),
+        children=list(children),
+        child_vectors=np.asarray(child_vectors, dtype=np.float32).reshape(
+            len(children), len(vector)
+        ),
+    )
+
+
+class SectionStore:
+    """Section records in a byte store, keyed by parent id."""
+
+    def __init__(self, store: BaseStore[str, bytes]) -> None:
+        """Keep records in ``store`` (a namespace of their own)."""
+        self._store = store
+        self._mget = fast_mget(store)
+
+    def put(self, sections: Sequence[Section]) -> None:
+        """Write (or replace) these records."""
+        if sections:
+            self._store.mset([(s.parent_id, encode(s)) for s in sections])
+
+    def delete(self, parent_ids: Sequence[str]) -> None:
+        """Forget these parents' records (unknown ids are ignored)."""
+        if parent_ids:
+            self._store.mdelete(list(parent_ids))
+
+    def get(self, parent_ids: Sequence[str], *, children: bool = True) -> dict[str, Section]:
+        """The records of those parents that have one, by parent id, in the order asked.
+
+        ``children=False`` reads each parent's header and vector only (see :func:`decode`).
+        """
+        found = self._mget(list(parent_ids))
+        return {
+            pid: decode(raw, children=children)
+            for pid, raw in zip(parent_ids, found, strict=True)
+            if raw is not None
+        }
+
+    def parent_ids(self) -> set[str]:
+        """Every parent with a record (for :meth:`~..index.GatedParentIndex.verify`)."""
+        return set(self._store.yield_keys())
