@@ -692,7 +692,10 @@ class GatedParentIndex:
                     self._put_config()
                 recovered = self._rollback_unfinished()
                 if self._stamp.writing:  # a writer died between its last change and its stamp
-                    self._advance(replace(self._stamp, writing=False))
+                    # Its last change may have been the first to store vectors: any document
+                    # left complete says so (its vectors were written before its manifest).
+                    stored = self._stamp.vectors or bool(self.journal.doc_ids())
+                    self._advance(replace(self._stamp, writing=False, vectors=stored))
                 self._upgrade()
                 yield recovered
             finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
@@ -95,6 +96,23 @@ def test_a_persistent_client_with_a_memory_docstore_is_refused(tmp_path: Path) -
     client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
     with pytest.raises(ValueError, match="needs a persistent docstore"):
         GatedParentIndex(fake_embeddings(), client=client)
+
+
+def test_a_writer_killed_before_its_first_stamp_leaves_vectors_readers_see(
+    tmp_path: Path,
+) -> None:
+    """A kill between a first write's complete manifests and its closing stamp: the stamp still
+    says "writing, no vectors yet". Recovery must not leave the stored vectors unseen."""
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(1)[:2])
+    stamp = index.journal.stamp()
+    index.journal.put_stamp(replace(stamp, writing=True, vectors=False))
+
+    recovered = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    assert recovered.recover() == []
+    assert recovered.journal.stamp().vectors
+    assert recovered.verify().ok, recovered.verify().problems
+    assert recovered.as_retriever().invoke("alpha")
 
 
 def test_an_index_of_format_3_is_upgraded_in_place_by_recover(tmp_path: Path) -> None:
