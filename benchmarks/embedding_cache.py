@@ -27,6 +27,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from tqdm.auto import tqdm
 
+from langchain_gated_parent.settings import model_name_of
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -42,15 +44,6 @@ CREATE TABLE IF NOT EXISTS embeddings (
 """
 _LOOKUP_CHUNK = 500
 """Keys per ``SELECT ... IN (...)`` (SQLite's default variable limit is well above this)."""
-
-
-def model_name_of(embeddings: Embeddings) -> str:
-    """Return a stable model name for an embeddings object (``model_name``/``model``/class)."""
-    for attr in ("model_name", "model"):
-        value = getattr(embeddings, attr, None)
-        if isinstance(value, str) and value:
-            return value
-    return type(embeddings).__name__
 
 
 class CachedEmbeddings(Embeddings):

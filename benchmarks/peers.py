@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from benchmarks.embedding_cache import model_name_of
+from langchain_gated_parent.settings import model_name_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -118,10 +118,10 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 QUIET_READ_ATTEMPTS = 4
+"""Reads of a gate's children that a write overlapped before only finished documents are kept."""
 EXACT_DOCUMENTS = 8
 """A ``doc_id`` filter on at most this many documents is scored exactly (see
 :meth:`GatedParentIndex.document_sections`)."""
-"""Reads of a gate's children that a write overlapped before only finished documents are kept."""
 
 DEFAULT_NAME = "gated-parent"
 """The index's name when neither ``name`` nor a ``langchain_chroma.Chroma`` gives one."""
@@ -845,16 +845,12 @@ class GatedParentIndex:
         """The section records of the gate's candidates, by parent id, in the order given.
 
         ``unchecked`` are the ids found by a search that could not apply ``where`` (the term
-        and child searches apply a ``doc_id`` filter only): those failing it are left out.
+        and child searches apply a ``doc_id`` filter only, so any other filter is checked here,
+        in the vector store): those failing it are left out.
         """
         found = self._sections_by_id(parent_ids, children=False)
-        if where and unchecked:
-            doc_ids = _doc_ids_of(where)
-            if doc_ids is not None:
-                failing = {p for p in unchecked if p in found and found[p].doc_id not in doc_ids}
-            else:
-                allowed = self.vectors.allowed_parents(list(unchecked), where)
-                failing = set(unchecked) - allowed
+        if where and unchecked and _doc_ids_of(where) is None:
+            failing = set(unchecked) - self.vectors.allowed_parents(list(unchecked), where)
             found = {p: s for p, s in found.items() if p not in failing}
         return found
 
@@ -1139,9 +1135,7 @@ def _sections_of(item: Prepared) -> list[Section]:
                 parent,
                 item.parent_vectors[row],
                 [own_metadata(item.children[n].metadata) for n in mine],
-                item.child_vectors[mine]
-                if mine
-                else np.empty((0, len(item.parent_vectors[row])), np.float32),
+                item.child_vectors[mine],
             )
         )
     return out

@@ -304,19 +304,7 @@ class ChromaVectors:
 
         Distances only: what the gate needs of a parent besides is in its section record.
         """
-        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
-
-        result = read_racing(
-            lambda: self.parents.query(
-                query_embeddings=np.asarray([vector], dtype=np.float32),
-                n_results=n,
-                where=where,
-                include=["distances"],
-            )
-        )
-        ids = result["ids"][0]
-        scores = similarity_from_distance((result["distances"] or [[]])[0]).tolist()
-        return list(zip(ids, scores, strict=True))
+        return _nearest(self.parents, vector, n, where)
 
     def search_children(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None
@@ -325,19 +313,7 @@ class ChromaVectors:
 
         Distances only: a child's id names its parent, so no metadata row is read.
         """
-        from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
-
-        result = read_racing(
-            lambda: self.children.query(
-                query_embeddings=np.asarray([vector], dtype=np.float32),
-                n_results=n,
-                where=where,
-                include=["distances"],
-            )
-        )
-        ids = result["ids"][0]
-        scores = similarity_from_distance((result["distances"] or [[]])[0]).tolist()
-        return list(zip(ids, scores, strict=True))
+        return _nearest(self.children, vector, n, where)
 
     def allowed_parents(self, parent_ids: list[str], where: dict[str, Any]) -> set[str]:
         """Those of the stored parents that pass ``where`` (a filter on user metadata)."""
@@ -359,3 +335,21 @@ class ChromaVectors:
     def counts(self) -> tuple[int, int]:
         """How many parent and child vectors are stored."""
         return self.parents.count(), self.children.count()
+
+
+def _nearest(
+    collection: Collection, vector: Sequence[float], n: int, where: dict[str, Any] | None
+) -> list[tuple[str, float]]:
+    """One vector query of ``collection``: ids and similarities only, best first."""
+    from langchain_gated_parent.scoring import similarity_from_distance  # noqa: PLC0415
+
+    result = read_racing(
+        lambda: collection.query(
+            query_embeddings=np.asarray([vector], dtype=np.float32),
+            n_results=n,
+            where=where,
+            include=["distances"],
+        )
+    )
+    scores = similarity_from_distance((result["distances"] or [[]])[0]).tolist()
+    return list(zip(result["ids"][0], scores, strict=True))

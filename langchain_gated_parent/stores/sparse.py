@@ -162,7 +162,7 @@ class SqliteSparseIndex:
         """FTS5 ``bm25()`` over any of the question's terms (negated: higher is better).
 
         Sent as driver SQL (no statement compiled per query): the gate runs this on every
-        query, and compiling cost a third of the search.
+        query, and compiling cost about a quarter of the search.
         """
         terms = query_terms(query)
         if not terms or n < 1:
