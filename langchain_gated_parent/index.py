@@ -92,6 +92,7 @@ from langchain_gated_parent.stores.docstore import (
     sqlite_docstore,
 )
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
+from langchain_gated_parent.stores.read_cache import ReadCache
 from langchain_gated_parent.stores.sections import section_of
 from langchain_gated_parent.stores.sparse import SparseRow, open_sparse
 from langchain_gated_parent.structure import warn_flat_structure
@@ -122,6 +123,12 @@ QUIET_READ_ATTEMPTS = 4
 EXACT_DOCUMENTS = 8
 """A ``doc_id`` filter on at most this many documents is scored exactly (see
 :meth:`GatedParentIndex.document_sections`)."""
+
+DEFAULT_CACHED_SECTIONS = 1024
+"""Opened sections a process keeps decoded (about 12 MB at QASPER's section sizes)."""
+HEADERS_PER_SECTION = 8
+"""Candidates' headers kept per opened section: a query reads ~3x as many candidates as it
+opens, and a header is a tenth of a record's size."""
 
 DEFAULT_NAME = "gated-parent"
 """The index's name when neither ``name`` nor a ``langchain_chroma.Chroma`` gives one."""
@@ -185,6 +192,10 @@ class GatedParentIndex:
             or ``"text"`` (heading path + parent text, embedded).
         lock_timeout: seconds a write waits for another process's write to the same index to
             end before it raises ``WriterLockTimeoutError`` naming that writer (default 600).
+        cached_sections: how many opened sections (with their children) this process keeps
+            decoded between queries, for the index's current version only (default 1024;
+            ``HEADERS_PER_SECTION`` times as many candidates' headers; 0 keeps none). See
+            :mod:`~langchain_gated_parent.stores.read_cache`.
 
     Writers and readers in other processes: every write (``add_documents``, ``delete``,
     ``recover``) holds a writer lock for its whole duration (a lock file in the folder, or an
@@ -216,9 +227,13 @@ class GatedParentIndex:
         parent_splitter: SectionSplitter | None = None,
         child_splitter: ParagraphSplitter | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        cached_sections: int = DEFAULT_CACHED_SECTIONS,
     ) -> None:
         """Open (or create) an index; see the class docstring for the arguments."""
         check_parent_representation(parent_representation)
+        check_cached_sections(cached_sections)
+        self._headers: ReadCache[Section] = ReadCache(HEADERS_PER_SECTION * cached_sections)
+        self._opened: ReadCache[ChildRows] = ReadCache(cached_sections)
         source = chroma_source(client) if client is not None else None
         self.directory = Path(directory) if directory is not None else None
         if embeddings is None and source is not None:
@@ -371,6 +386,7 @@ class GatedParentIndex:
         process added, and a filter matching them fails ("Error finding id").
         """
         stamp = self.journal.stamp()
+        self._observe(stamp)
         if stamp.config != self._config_version:
             self.config = self._load_or_create_config(None)
             self.parent_representation = self.config["parent_representation"]
@@ -848,17 +864,29 @@ class GatedParentIndex:
         and child searches apply a ``doc_id`` filter only, so any other filter is checked here,
         in the vector store): those failing it are left out.
         """
-        found = self._sections_by_id(parent_ids, children=False)
+        found = self._headers_of(parent_ids)
         if where and unchecked and _doc_ids_of(where) is None:
             failing = set(unchecked) - self.vectors.allowed_parents(list(unchecked), where)
             found = {p: s for p, s in found.items() if p not in failing}
         return found
 
-    def _sections_by_id(
-        self, parent_ids: Sequence[str], *, children: bool = True
-    ) -> dict[str, Section]:
+    def _headers_of(self, parent_ids: Sequence[str]) -> dict[str, Section]:
+        """The candidates' record headers (no children), by parent id, in the order given.
+
+        Headers read since the index's version was last seen are kept (see
+        :mod:`~.stores.read_cache`): they only rank candidates, so a header read while a
+        write began is as good as one read a moment earlier.
+        """
+        ids = list(dict.fromkeys(parent_ids))
+        version = self._headers.version
+        cached = self._headers.get(ids)
+        read = self.section_store.get([p for p in ids if p not in cached], children=False)
+        self._headers.put({p: _detached(s) for p, s in read.items()}, version)
+        return {p: cached[p] if p in cached else read[p] for p in ids if p in cached or p in read}
+
+    def _sections_by_id(self, parent_ids: Sequence[str]) -> dict[str, Section]:
         """Section records by parent id (ids without one left out)."""
-        return self.section_store.get(list(dict.fromkeys(parent_ids)), children=children)
+        return self.section_store.get(list(dict.fromkeys(parent_ids)))
 
     def document_sections(self, where: dict[str, Any] | None) -> dict[str, Section] | None:
         """Every section of the documents a ``doc_id`` filter names, or ``None``.
@@ -893,7 +921,8 @@ class GatedParentIndex:
         text cut at an old child's offsets) or show part of one. The journal's stamp, read
         before and after, tells: if a write overlapped, the read is retried, and after
         ``QUIET_READ_ATTEMPTS`` overlapped reads only documents whose manifest was complete
-        and unchanged from before to after the read are kept.
+        and unchanged from before to after the read are kept. A read no write overlapped is
+        kept for the next queries (see :mod:`~.stores.read_cache`).
         """
         ids = list(dict.fromkeys(parent_ids))
         if not ids:
@@ -901,13 +930,18 @@ class GatedParentIndex:
         rows = ChildRows([], [], [], np.empty((0, 0), np.float32))
         for attempt in range(1, QUIET_READ_ATTEMPTS):
             before = self.journal.stamp()
-            rows = self._read_children(ids)
+            self._observe(before)
+            cached = self._opened.get(ids) if before.quiet else {}
+            read = self._read_children([p for p in ids if p not in cached])
+            opened = cached | read
+            rows = _joined([opened[p] for p in ids if p in opened])
             if before.quiet and self.journal.stamp() == before:
+                self._opened.put(read, before.seq)
                 return rows
             time.sleep(0.02 * attempt)
         docs = sorted({str(p.metadata.get(keys.DOC_ID)) for p in rows.parents.values()})
         before_read = self.journal.manifests(docs)
-        rows = self._read_children(ids)
+        rows = _joined(list(self._read_children(ids).values()))
         after_read = self.journal.manifests(docs)
         keep = {
             d
@@ -916,28 +950,34 @@ class GatedParentIndex:
         }
         return _only_documents(rows, keep)
 
-    def _read_children(self, parent_ids: list[str]) -> ChildRows:
+    def _read_children(self, parent_ids: list[str]) -> dict[str, ChildRows]:
+        """Each opened parent's children (and the parent), by parent id; absent ones left out."""
+        if not parent_ids:
+            return {}
         records = self._sections_by_id(parent_ids)
         found = zip(parent_ids, self.get_parents(parent_ids), strict=True)
-        parents = {pid: parent for pid, parent in found if parent is not None}
-        ids: list[str] = []
-        texts: list[str] = []
-        metadatas: list[dict[str, Any]] = []
-        vectors: list[NDArray[np.float32]] = []
-        for pid, parent in parents.items():
+        opened: dict[str, ChildRows] = {}
+        for pid, parent in found:
             record = records.get(pid)
-            if record is None:
+            if parent is None or record is None:
                 continue
             offset = int(parent.metadata[keys.START_INDEX])
             shared = document_metadata(parent.metadata)
+            ids: list[str] = []
+            texts: list[str] = []
+            metadatas: list[dict[str, Any]] = []
             for own in record.children:
                 start, end = int(own[keys.START_INDEX]), int(own[keys.END_INDEX])
                 ids.append(str(own[keys.CHUNK_ID]))
                 texts.append(parent.page_content[start - offset : end - offset])
                 metadatas.append({**shared, **own})
-            vectors.append(record.child_vectors)
-        matrix = np.vstack(vectors) if vectors else np.empty((0, 0), np.float32)
-        return ChildRows(ids, texts, metadatas, matrix, parents)
+            opened[pid] = ChildRows(ids, texts, metadatas, record.child_vectors, {pid: parent})
+        return opened
+
+    def _observe(self, stamp: journals.Stamp) -> None:
+        """Tell the read caches which version of the index was just seen."""
+        self._headers.observe(stamp)
+        self._opened.observe(stamp)
 
     def _has_vectors(self) -> bool:
         """Whether a write has stored vectors (until then, readers leave Chroma alone).
@@ -1074,6 +1114,32 @@ def _prepare_directory(directory: Path) -> None:
             "choose a writable folder"
         )
         raise ValueError(msg) from error
+
+
+def _detached(header: Section) -> Section:
+    """A header that keeps its own vector, not the whole record it was read from alive."""
+    return replace(header, vector=header.vector.copy())
+
+
+def _joined(opened: Sequence[ChildRows]) -> ChildRows:
+    """The children of several opened parents as one set of rows, in the order given."""
+    return ChildRows(
+        [i for rows in opened for i in rows.ids],
+        [t for rows in opened for t in rows.texts],
+        [m for rows in opened for m in rows.metadatas],
+        np.vstack([rows.vectors for rows in opened]) if opened else np.empty((0, 0), np.float32),
+        {p: d for rows in opened for p, d in rows.parents.items()},
+    )
+
+
+def check_cached_sections(cached_sections: object) -> None:
+    """Refuse a cache size that is not a whole number >= 0, naming the value and the fix."""
+    if type(cached_sections) is not int or cached_sections < 0:
+        msg = (
+            f"cached_sections must be an integer >= 0, got {cached_sections!r}; pass e.g. "
+            f"cached_sections={DEFAULT_CACHED_SECTIONS}, or 0 to keep no reads between queries"
+        )
+        raise ValueError(msg)
 
 
 def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:

@@ -307,7 +307,6 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 limit=None if settings.return_parents else settings.k,
             )
         by_parent = {g.parent_id: g for g in gate}
-        source_of = dict(zip(sources.ids, sources.sources, strict=True))
 
         def child_doc(row: int) -> Document:
             gated = by_parent[parent_ids[row]]
@@ -323,6 +322,14 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 },
             )
 
+        if settings.return_parents:  # any ranked child may name one of the k parents
+            chosen = [child_doc(row) for row in order]
+            explanation.documents.extend(_parents_of(chosen, rows.parents, settings.k))
+        else:
+            explanation.documents.extend(child_doc(row) for row in order[: settings.k])
+        if not explain:
+            return explanation
+        source_of = dict(zip(sources.ids, sources.sources, strict=True))
         explanation.parents.extend(
             Document(
                 page_content="",
@@ -337,13 +344,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
             for g in gate
             if g.parent_id in rows.parents
         )
-        if explain:
-            explanation.considered.extend(child_doc(row) for row, _ in ranked)
-        children = [child_doc(row) for row in order]
-        if settings.return_parents:
-            explanation.documents.extend(_parents_of(children, rows.parents, settings.k))
-        else:
-            explanation.documents.extend(children[: settings.k])
+        explanation.considered.extend(child_doc(row) for row, _ in ranked)
         return explanation
 
     def _candidates(  # noqa: PLR0913 (what the first step gave, passed on)

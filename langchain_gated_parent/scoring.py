@@ -10,6 +10,7 @@ them here and nowhere else, so parent and child scores live on one scale and fus
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -177,8 +178,12 @@ def rank_children(  # noqa: PLR0913 (parallel arrays of one child list, plus the
     return sorted(kept, key=lambda pair: (-pair[1], child_ids[pair[0]]))
 
 
+@functools.lru_cache(maxsize=16384)
 def normalize_text(text: str) -> str:
-    """Case- and whitespace-folded text, the key for exact-duplicate detection."""
+    """Case- and whitespace-folded text, the key for exact-duplicate detection.
+
+    Cached: the same children recur across queries (as in :func:`~.lexical.term_counts`).
+    """
     return " ".join(text.split()).casefold()
 
 

@@ -151,3 +151,28 @@ def test_an_index_of_format_2_is_refused_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"format version 2, .* formats 3 and 4 .*rebuild it"):
         GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     assert_same_state(snapshot(index), before)
+
+
+@pytest.mark.parametrize("cached_sections", [1024, 0])
+def test_a_reader_answers_from_another_writers_update_not_from_its_cache(
+    tmp_path: Path, cached_sections: int
+) -> None:
+    writer = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    writer.add_documents(corpus(1))
+    reader = GatedParentIndex(
+        fake_embeddings(), directory=tmp_path / "index", cached_sections=cached_sections
+    )
+    retriever = reader.as_retriever(k=20)  # across the collection: headers and sections read
+    question = "an edited paragraph of section 1 in document 0: the knockdown was repeated twice"
+    before = retriever.invoke(question)
+    assert before == retriever.invoke(question)  # the second answer may come from the cache
+    assert "An edited paragraph" not in " ".join(d.page_content for d in before)
+    writer.add_documents(corpus(2))
+    after = {d.metadata["chunk_id"]: d for d in retriever.invoke(question)}
+    edited = [d for d in after.values() if d.page_content.startswith("An edited paragraph")]
+    assert len(edited) == 1, sorted(after)
+    fresh = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index", cached_sections=0)
+    expected = fresh.as_retriever(k=20).invoke(question)
+    assert [(d.id, d.page_content, d.metadata) for d in after.values()] == [
+        (d.id, d.page_content, d.metadata) for d in expected
+    ]
