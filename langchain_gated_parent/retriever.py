@@ -45,9 +45,11 @@ PASSED_THROUGH = ("tags", "metadata")
 
 @dataclass(frozen=True)
 class _Begin:
-    """What needs the query text only, run at once: embed it, read or search by its terms.
+    """What needs the query text only, begun at once: embed it, read or search by its terms.
 
     The term search and the read of the documents a filter names do not wait for the vector.
+    The term search is left running (its result is the driver's pending call): it is needed
+    only once the vector searches are done, so it runs beside both the embedding and them.
     """
 
     query: str
@@ -60,14 +62,16 @@ class _Begin:
 
 @dataclass(frozen=True)
 class _SearchVectors:
-    """The gate's two vector searches, independent of each other, so run at once."""
+    """The gate's two vector searches, run at once, and the term search's result collected."""
 
     vector: list[float]
     n: int
-    """Parents asked of the dense search."""
+    """Parents asked of the dense search (0: not run)."""
     n_children: int
     """Children asked of the child-vector search (0: not run)."""
     where: dict[str, Any] | None
+    sparse: Any
+    """The term search :class:`_Begin` left running (a future or a task)."""
 
 
 @dataclass(frozen=True)
@@ -89,10 +93,6 @@ CHILD_SEARCH_FACTOR = 2
 """The child-vector search asks for this many children per parent the dense search asks for."""
 _SEARCHES = ThreadPoolExecutor(max_workers=3, thread_name_prefix="gated-search")
 """Runs the independent reads of one sync query concurrently (its thread embeds meanwhile)."""
-
-
-def _nothing() -> None:
-    return None
 
 
 def _parent_of_child(child: str) -> str:
@@ -256,13 +256,13 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         # than 4 gates' worth, so the title signal can promote a parent the vectors ranked low.
         need = -(-2 * settings.k // settings.child_per_parent) if settings.fill else 0
         n = max(4 * settings.parent_top_k, need) if wide else settings.parent_top_k
-        embedded, every, sparse = yield _Begin(
+        embedded, every, pending = yield _Begin(
             query, vector is None, n if settings.sparse_weight else 0, settings.filter
         )
         vector = embedded if vector is None else vector
         self.index.check_dimension(vector)
         sections, sources = yield from self._candidates(
-            query, vector, n, settings, every=every, sparse=sparse
+            query, vector, n, settings, every=every, pending=pending
         )
         ids = list(sections)
         parent_scores = sources.scores
@@ -355,16 +355,21 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         settings: SearchParams,
         *,
         every: dict[str, Section] | None,
-        sparse: list[tuple[str, float]],
+        pending: Any,
     ) -> Generator[_Step, Any, tuple[dict[str, Section], scoring.GateCandidates]]:
         """The gate's candidates (their section records) and one fused score each.
 
-        Candidates come from the dense parent search, the term search (``sparse``, run with
-        the embedding) and the parents of the best children (the child-vector search). Across
-        the collection the two vector searches run at once; for a filter naming a few
-        documents, ``every`` holds all their sections, and both are scored exactly from them.
+        Candidates come from the dense parent search, the term search (``pending``, begun
+        with the embedding) and the parents of the best children (the child-vector search).
+        Across the collection the two vector searches run at once, beside the term search; for
+        a filter naming a few documents, ``every`` holds all their sections, and both are
+        scored exactly from them (the step then only collects the term search).
         """
         n_children = CHILD_SEARCH_FACTOR * n if settings.child_weight else 0
+        exact = every is not None
+        dense, children, sparse = yield _SearchVectors(
+            vector, 0 if exact else n, 0 if exact else n_children, settings.filter, pending
+        )
         if every is not None:
             dense = scoring.nearest(
                 list(every), _stack([s.vector for s in every.values()]), vector, n
@@ -375,8 +380,6 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 vector,
                 n_children,
             )
-        else:
-            dense, children = yield _SearchVectors(vector, n, n_children, settings.filter)
         child_parents = [(_parent_of_child(c), score) for c, score in children]
         found = list(dict.fromkeys(p for p, _ in [*dense, *sparse, *child_parents]))
         if every is None:
@@ -414,11 +417,15 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 step = plan.send(result)
                 # Storage may be synchronous (a local vector store often is): its calls run
                 # off the event loop, in threads that see this task's context (tracing).
-                if isinstance(step, (_Begin, _SearchVectors)):
-                    calls = [run_in_executor(None, call) for call in self._storage_calls(step)]
-                    if isinstance(step, _Begin):
-                        calls.insert(0, self._aembed(step))
-                    result = tuple(await asyncio.gather(*calls))
+                if isinstance(step, _Begin):
+                    sections, sparse = (
+                        asyncio.ensure_future(run_in_executor(None, call))
+                        for call in self._storage_calls(step)
+                    )
+                    result = (await self._aembed(step), await sections, sparse)
+                elif isinstance(step, _SearchVectors):
+                    searches = (run_in_executor(None, call) for call in self._storage_calls(step))
+                    result = tuple(await asyncio.gather(*searches, step.sparse))
                 else:
                     result = await run_in_executor(None, self._do, step)
         except StopIteration as done:
@@ -428,21 +435,23 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         return await self.index.embeddings.aembed_query(step.query) if step.embed else None
 
     def _do(self, step: _Step) -> Any:
-        if isinstance(step, (_Begin, _SearchVectors)):
-            calls = self._storage_calls(step)
-            if isinstance(step, _Begin):
-                embed = self.index.embeddings.embed_query
-                calls.insert(0, (lambda: embed(step.query)) if step.embed else _nothing)
-            futures = [_SEARCHES.submit(call) for call in calls[1:]]
-            return (calls[0](), *(future.result() for future in futures))
+        if isinstance(step, _Begin):
+            sections, sparse = (_SEARCHES.submit(call) for call in self._storage_calls(step))
+            vector = self.index.embeddings.embed_query(step.query) if step.embed else None
+            return vector, sections.result(), sparse
+        if isinstance(step, _SearchVectors):
+            parents, children = self._storage_calls(step)
+            other = _SEARCHES.submit(children)
+            return parents(), other.result(), step.sparse.result()
         if isinstance(step, _Sections):
             return self.index.sections(step.ids, step.where, unchecked=step.unchecked)
         return self.index.children_of(step.parent_ids)
 
     def _storage_calls(self, step: _Begin | _SearchVectors) -> list[Callable[[], Any]]:
-        """A concurrent step's reads, in the order of its result.
+        """A concurrent step's reads, in the order of its result (a skipped one returns ``[]``).
 
-        For :class:`_Begin` they follow the query vector; a skipped search returns ``[]``.
+        For :class:`_Begin` they follow the query vector; for :class:`_SearchVectors` the term
+        search's result follows them.
         """
         index = self.index
         if isinstance(step, _Begin):
@@ -453,7 +462,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 else list,
             ]
         return [
-            lambda: index.search_parents(step.vector, step.n, step.where),
+            (lambda: index.search_parents(step.vector, step.n, step.where)) if step.n else list,
             (lambda: index.search_children(step.vector, step.n_children, step.where))
             if step.n_children
             else list,

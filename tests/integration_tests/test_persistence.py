@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
     from langchain_core.embeddings import Embeddings
 
+    from langchain_gated_parent.embeddings import MiniLMEmbeddings
+
 QUERIES = [
     "48 h RNA extraction",
     "How do I set the cache directory?",
@@ -194,15 +196,22 @@ def test_cli_verify_names_a_child_deleted_behind_the_index(
     assert "Traceback" not in err
 
 
-def test_a_child_whose_parent_vanished_is_dropped(fresh_index: GatedParentIndex) -> None:
+def test_a_child_whose_parent_vanished_is_dropped(
+    tmp_path: Path, embeddings: MiniLMEmbeddings
+) -> None:
     """A delete racing a query can remove a parent between the gate and the child fetch: its
-    children have no text left to cut, so they are dropped rather than returned empty."""
-    fresh_index.add_documents(corpus())
+    children have no text left to cut, so they are dropped rather than returned empty.
+
+    The parent is deleted under the journal's back (the race without its stamp), so the index
+    keeps no reads between calls (``cached_sections=0``): every call reads the stores.
+    """
+    index = GatedParentIndex(embeddings, directory=tmp_path / "index", cached_sections=0)
+    index.add_documents(corpus())
     first, second = "P-S-methods", "P-S-results"
-    both = fresh_index.children_of([first, second])
+    both = index.children_of([first, second])
     mine = [c for c, m in zip(both.ids, both.metadatas, strict=True) if m[keys.PARENT_ID] == first]
     assert 0 < len(mine) < len(both.ids)
-    fresh_index.docstore.mdelete([second])
-    rows = fresh_index.children_of([first, second])
+    index.docstore.mdelete([second])
+    rows = index.children_of([first, second])
     assert (rows.ids, len(rows.texts), rows.vectors.shape) == (mine, len(mine), (len(mine), 384))
     assert {m[keys.PARENT_ID] for m in rows.metadatas} == {first}
