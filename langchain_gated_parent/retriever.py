@@ -367,8 +367,10 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         """
         n_children = CHILD_SEARCH_FACTOR * n if settings.child_weight else 0
         exact = every is not None
+        # The child search's parents stand in for the parent vector search (see the docstring).
+        n_dense = 0 if exact or n_children else n
         dense, children, sparse = yield _SearchVectors(
-            vector, 0 if exact else n, 0 if exact else n_children, settings.filter, pending
+            vector, n_dense, 0 if exact else n_children, settings.filter, pending
         )
         if every is not None:
             dense = scoring.nearest(
@@ -388,6 +390,8 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         else:
             sections = {p: every[p] for p in found if p in every}
         ids = list(sections)
+        if not n_dense and not exact:  # the dense search, exactly, over the candidates only
+            dense = scoring.nearest(ids, _stack([s.vector for s in sections.values()]), vector, n)
         fused = scoring.fuse_gate_sources(
             ids,
             [(p, s) for p, s in dense if p in sections],
