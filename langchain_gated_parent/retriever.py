@@ -62,7 +62,7 @@ class _Begin:
 
 @dataclass(frozen=True)
 class _SearchVectors:
-    """The gate's two vector searches, run at once, and the term search's result collected."""
+    """The gate's vector searches (0 asked: skipped), run at once; the term search collected."""
 
     vector: list[float]
     n: int
@@ -261,6 +261,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         )
         vector = embedded if vector is None else vector
         self.index.check_dimension(vector)
+        vector = scoring.unit(vector).tolist()
         sections, sources = yield from self._candidates(
             query, vector, n, settings, every=every, pending=pending
         )
@@ -359,15 +360,18 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
     ) -> Generator[_Step, Any, tuple[dict[str, Section], scoring.GateCandidates]]:
         """The gate's candidates (their section records) and one fused score each.
 
-        Candidates come from the dense parent search, the term search (``pending``, begun
-        with the embedding) and the parents of the best children (the child-vector search).
-        Across the collection the two vector searches run at once, beside the term search; for
-        a filter naming a few documents, ``every`` holds all their sections, and both are
-        scored exactly from them (the step then only collects the term search).
+        Candidates come from the term search (``pending``, begun with the embedding), the
+        parents of the best children (the child-vector search) and the dense parent search.
+        For a filter naming a few documents, ``every`` holds all their sections, and both
+        vector searches are scored exactly from them (the step then only collects the term
+        search). Across the collection, with the child search on, the parent-vector search
+        runs over the other two searches' candidates only, exactly, from their records: the
+        parents of the nearest children already hold the sections whose centroid is near the
+        query (on QASPER dev, 13 of 8,880 top-10 results came from a section only the
+        collection-wide parent search found), so one vector-index query is saved.
         """
         n_children = CHILD_SEARCH_FACTOR * n if settings.child_weight else 0
         exact = every is not None
-        # The child search's parents stand in for the parent vector search (see the docstring).
         n_dense = 0 if exact or n_children else n
         dense, children, sparse = yield _SearchVectors(
             vector, n_dense, 0 if exact else n_children, settings.filter, pending

@@ -38,6 +38,17 @@ def similarity_from_distance(cosine_distance: ArrayLike) -> NDArray[np.float64]:
     return similarity(1.0 - np.asarray(cosine_distance, dtype=np.float64))
 
 
+def unit(vector: ArrayLike) -> NDArray[np.float32]:
+    """``vector`` scaled to length 1 (a zero vector stays zero).
+
+    Stored vectors are L2-normalized, so a dot product with a unit query is its cosine, on the
+    scale of Chroma's cosine distances, whether or not the embedding model normalizes.
+    """
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm > 0 else array
+
+
 def nearest(
     ids: Sequence[str], matrix: NDArray[np.float32], vector: ArrayLike, n: int
 ) -> list[tuple[str, float]]:
@@ -298,7 +309,7 @@ class GateSource(str, Enum):
     """A search that can put a parent among the gate's candidates."""
 
     DENSE = "dense"
-    """The parent-vector search."""
+    """The parent-vector search (across a collection, over the other searches' candidates)."""
     SPARSE = "sparse"
     """The term search over parents (heading path and text)."""
     CHILDREN = "children"

@@ -106,11 +106,15 @@ async def test_async_storage_calls_see_the_callers_context(
 
         return call
 
-    monkeypatch.setattr(index, "search_parents", recorded("search_parents"))
-    monkeypatch.setattr(index, "children_of", recorded("children_of"))
+    for name in ("search_sparse", "search_children", "children_of"):
+        monkeypatch.setattr(index, name, recorded(name))
     TRACE.set("run-42")
     assert await asymmetric.ainvoke("Memory use")
-    assert seen == [("search_parents", "run-42"), ("children_of", "run-42")]
+    assert sorted(seen) == [
+        ("children_of", "run-42"),
+        ("search_children", "run-42"),
+        ("search_sparse", "run-42"),
+    ]
 
 
 class FakeStore:
@@ -230,6 +234,38 @@ def test_the_retriever_searches_any_store_of_the_protocol(fake_store: FakeStore)
     found = GatedParentRetriever.from_store(fake_store, k=2, parent_top_k=2).invoke("cache size")
     assert 1 <= len(found) <= 2
     assert all(d.metadata[keys.PARENT_ID] in fake_store.parents for d in found)
+
+
+@pytest.mark.parametrize(("child_weight", "vector_index_searches"), [(0.25, 0), (0.0, 1)])
+def test_the_child_search_stands_in_for_the_parent_vector_search(
+    fake_store: FakeStore,
+    monkeypatch: pytest.MonkeyPatch,
+    child_weight: float,
+    vector_index_searches: int,
+) -> None:
+    searched: list[int] = []
+    search = fake_store.search_parents
+
+    def counted(vector: Sequence[float], n: int, where: dict[str, Any] | None = None) -> Any:
+        searched.append(n)
+        return search(vector, n, where)
+
+    monkeypatch.setattr(fake_store, "search_parents", counted)
+    retriever = GatedParentRetriever.from_store(
+        fake_store, k=2, title_weight=0.0, sparse_weight=0.0, child_weight=child_weight
+    )
+    explained = retriever.explain("cache size")
+    assert len(searched) == vector_index_searches
+    query = np.asarray(fake_store.embeddings.embed_query("cache size"))
+    query /= np.linalg.norm(query)
+    expected = {}
+    for pid, rows in fake_store.parents.items():  # exact cosines: the centroid's, the best child's
+        dense = max(float(fake_store._centroid(pid) @ query), 0.0)
+        child = max(max(float(fake_store.vectors[r] @ query), 0.0) for r in rows)
+        expected[pid] = (1 - child_weight) * dense + child_weight * child
+    opened = {p.id: p.metadata[keys.PARENT_SCORE] for p in explained.parents}
+    assert opened == pytest.approx({pid: expected[pid] for pid in opened})
+    assert all("dense" in p.metadata[keys.GATE_SOURCES] for p in explained.parents)
 
 
 def test_tracing_names_the_stores_provider_and_model(fake_store: FakeStore) -> None:

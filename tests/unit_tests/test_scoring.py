@@ -233,3 +233,8 @@ def test_max_scaled() -> None:
     assert scoring.max_scaled([2.0, 1.0, 0.0]).tolist() == [1.0, 0.5, 0.0]
     assert scoring.max_scaled([]).tolist() == []
     assert scoring.max_scaled([0.0, 0.0]).tolist() == [0.0, 0.0]
+
+
+def test_a_query_vector_is_scaled_to_length_one_and_zero_stays_zero() -> None:
+    assert np.allclose(scoring.unit([3.0, 4.0]), [0.6, 0.8])
+    assert np.array_equal(scoring.unit([0.0, 0.0]), [0.0, 0.0])
