@@ -45,33 +45,32 @@ PASSED_THROUGH = ("tags", "metadata")
 
 @dataclass(frozen=True)
 class _Begin:
-    """What needs the query text only, begun at once: embed it, read or search by its terms.
-
-    The term search and the read of the documents a filter names do not wait for the vector.
-    The term search is left running (its result is the driver's pending call): it is needed
-    only once the vector searches are done, so it runs beside both the embedding and them.
-    """
+    """Embed the query; meanwhile read the sections of the documents a filter names, if any."""
 
     query: str
     embed: bool
     """Whether to embed the query (``False``: the caller gave its vector)."""
-    n_sparse: int
-    """Parents asked of the term search (0: not run)."""
     where: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
-class _SearchVectors:
-    """The gate's vector searches (0 asked: skipped), run at once; the term search collected."""
+class _Search:
+    """The gate's searches, independent of each other, so run at once (0 asked: skipped).
 
+    They start once the query is embedded, even the term search, which needs no vector: the
+    embedding keeps every core busy, and a search beside it slows it down by as much as the
+    search takes, while a term search beside a vector search overlaps it.
+    """
+
+    query: str
     vector: list[float]
     n: int
-    """Parents asked of the dense search (0: not run)."""
+    """Parents asked of the dense search."""
+    n_sparse: int
+    """Parents asked of the term search."""
     n_children: int
-    """Children asked of the child-vector search (0: not run)."""
+    """Children asked of the child-vector search."""
     where: dict[str, Any] | None
-    sparse: Any
-    """The term search :class:`_Begin` left running (a future or a task)."""
 
 
 @dataclass(frozen=True)
@@ -87,12 +86,16 @@ class _FetchChildren:
     parent_ids: list[str]
 
 
-_Step = _Begin | _SearchVectors | _Sections | _FetchChildren
+_Step = _Begin | _Search | _Sections | _FetchChildren
 
 CHILD_SEARCH_FACTOR = 2
 """The child-vector search asks for this many children per parent the dense search asks for."""
 _SEARCHES = ThreadPoolExecutor(max_workers=3, thread_name_prefix="gated-search")
 """Runs the independent reads of one sync query concurrently (its thread embeds meanwhile)."""
+
+
+def _nothing() -> None:
+    return None
 
 
 def _parent_of_child(child: str) -> str:
@@ -256,15 +259,11 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         # than 4 gates' worth, so the title signal can promote a parent the vectors ranked low.
         need = -(-2 * settings.k // settings.child_per_parent) if settings.fill else 0
         n = max(4 * settings.parent_top_k, need) if wide else settings.parent_top_k
-        embedded, every, pending = yield _Begin(
-            query, vector is None, n if settings.sparse_weight else 0, settings.filter
-        )
+        embedded, every = yield _Begin(query, vector is None, settings.filter)
         vector = embedded if vector is None else vector
         self.index.check_dimension(vector)
         vector = scoring.unit(vector).tolist()
-        sections, sources = yield from self._candidates(
-            query, vector, n, settings, every=every, pending=pending
-        )
+        sections, sources = yield from self._candidates(query, vector, n, settings, every=every)
         ids = list(sections)
         parent_scores = sources.scores
         gate = scoring.select_gate(
@@ -348,7 +347,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         explanation.considered.extend(child_doc(row) for row, _ in ranked)
         return explanation
 
-    def _candidates(  # noqa: PLR0913 (what the first step gave, passed on)
+    def _candidates(
         self,
         query: str,
         vector: list[float],
@@ -356,25 +355,25 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         settings: SearchParams,
         *,
         every: dict[str, Section] | None,
-        pending: Any,
     ) -> Generator[_Step, Any, tuple[dict[str, Section], scoring.GateCandidates]]:
         """The gate's candidates (their section records) and one fused score each.
 
-        Candidates come from the term search (``pending``, begun with the embedding), the
-        parents of the best children (the child-vector search) and the dense parent search.
-        For a filter naming a few documents, ``every`` holds all their sections, and both
-        vector searches are scored exactly from them (the step then only collects the term
-        search). Across the collection, with the child search on, the parent-vector search
-        runs over the other two searches' candidates only, exactly, from their records: the
-        parents of the nearest children already hold the sections whose centroid is near the
-        query (on QASPER dev, 13 of 8,880 top-10 results came from a section only the
-        collection-wide parent search found), so one vector-index query is saved.
+        Candidates come from the term search, the parents of the best children (the
+        child-vector search) and the dense parent search. For a filter naming a few
+        documents, ``every`` holds all their sections, and both vector searches are scored
+        exactly from them (only the term search is run). Across the collection, with the
+        child search on, the parent-vector search runs over the other two searches'
+        candidates only, exactly, from their records: the parents of the nearest children
+        already hold the sections whose centroid is near the query (on QASPER dev, 13 of
+        8,880 top-10 results came from a section only the collection-wide parent search
+        found), so one vector-index query is saved.
         """
         n_children = CHILD_SEARCH_FACTOR * n if settings.child_weight else 0
         exact = every is not None
         n_dense = 0 if exact or n_children else n
-        dense, children, sparse = yield _SearchVectors(
-            vector, n_dense, 0 if exact else n_children, settings.filter, pending
+        n_sparse = n if settings.sparse_weight else 0
+        dense, sparse, children = yield _Search(
+            query, vector, n_dense, n_sparse, 0 if exact else n_children, settings.filter
         )
         if every is not None:
             dense = scoring.nearest(
@@ -425,17 +424,12 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 step = plan.send(result)
                 # Storage may be synchronous (a local vector store often is): its calls run
                 # off the event loop, in threads that see this task's context (tracing).
+                calls = [run_in_executor(None, call) for call in self._storage_calls(step)]
                 if isinstance(step, _Begin):
-                    sections, sparse = (
-                        asyncio.ensure_future(run_in_executor(None, call))
-                        for call in self._storage_calls(step)
-                    )
-                    result = (await self._aembed(step), await sections, sparse)
-                elif isinstance(step, _SearchVectors):
-                    searches = (run_in_executor(None, call) for call in self._storage_calls(step))
-                    result = tuple(await asyncio.gather(*searches, step.sparse))
-                else:
-                    result = await run_in_executor(None, self._do, step)
+                    calls.insert(0, self._aembed(step))
+                result = tuple(await asyncio.gather(*calls))
+                if not isinstance(step, (_Begin, _Search)):
+                    result = result[0]
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
@@ -443,34 +437,32 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         return await self.index.embeddings.aembed_query(step.query) if step.embed else None
 
     def _do(self, step: _Step) -> Any:
+        calls = self._storage_calls(step)
         if isinstance(step, _Begin):
-            sections, sparse = (_SEARCHES.submit(call) for call in self._storage_calls(step))
-            vector = self.index.embeddings.embed_query(step.query) if step.embed else None
-            return vector, sections.result(), sparse
-        if isinstance(step, _SearchVectors):
-            parents, children = self._storage_calls(step)
-            other = _SEARCHES.submit(children)
-            return parents(), other.result(), step.sparse.result()
-        if isinstance(step, _Sections):
-            return self.index.sections(step.ids, step.where, unchecked=step.unchecked)
-        return self.index.children_of(step.parent_ids)
+            embed = self.index.embeddings.embed_query
+            calls.insert(0, (lambda: embed(step.query)) if step.embed else _nothing)
+        elif not isinstance(step, _Search):
+            return calls[0]()
+        futures = [_SEARCHES.submit(call) for call in calls[1:]]
+        return (calls[0](), *(future.result() for future in futures))
 
-    def _storage_calls(self, step: _Begin | _SearchVectors) -> list[Callable[[], Any]]:
-        """A concurrent step's reads, in the order of its result (a skipped one returns ``[]``).
+    def _storage_calls(self, step: _Step) -> list[Callable[[], Any]]:
+        """A step's reads, in the order of its result (a skipped search returns ``[]``).
 
-        For :class:`_Begin` they follow the query vector; for :class:`_SearchVectors` the term
-        search's result follows them.
+        For :class:`_Begin` they follow the query vector.
         """
         index = self.index
         if isinstance(step, _Begin):
-            return [
-                lambda: index.document_sections(step.where),
-                (lambda: index.search_sparse(step.query, step.n_sparse, step.where))
-                if step.n_sparse
-                else list,
-            ]
+            return [lambda: index.document_sections(step.where)]
+        if isinstance(step, _Sections):
+            return [lambda: index.sections(step.ids, step.where, unchecked=step.unchecked)]
+        if isinstance(step, _FetchChildren):
+            return [lambda: index.children_of(step.parent_ids)]
         return [
             (lambda: index.search_parents(step.vector, step.n, step.where)) if step.n else list,
+            (lambda: index.search_sparse(step.query, step.n_sparse, step.where))
+            if step.n_sparse
+            else list,
             (lambda: index.search_children(step.vector, step.n_children, step.where))
             if step.n_children
             else list,
