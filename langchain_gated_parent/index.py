@@ -932,10 +932,12 @@ class GatedParentIndex:
             before = self.journal.stamp()
             self._observe(before)
             cached = self._opened.get(ids) if before.quiet else {}
-            read = self._read_children([p for p in ids if p not in cached])
+            missing = [p for p in ids if p not in cached]
+            read = self._read_children(missing)
             opened = cached | read
             rows = _joined([opened[p] for p in ids if p in opened])
-            if before.quiet and self.journal.stamp() == before:
+            # All from the cache: read at this quiet version, so no write can have overlapped.
+            if before.quiet and (not missing or self.journal.stamp() == before):
                 self._opened.put(read, before.seq)
                 return rows
             time.sleep(0.02 * attempt)
