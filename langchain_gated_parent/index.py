@@ -124,11 +124,12 @@ EXACT_DOCUMENTS = 8
 """A ``doc_id`` filter on at most this many documents is scored exactly (see
 :meth:`GatedParentIndex.document_sections`)."""
 
-DEFAULT_CACHED_SECTIONS = 1024
-"""Opened sections a process keeps decoded (about 12 MB at QASPER's section sizes)."""
-HEADERS_PER_SECTION = 8
-"""Candidates' headers kept per opened section: a query reads ~3x as many candidates as it
-opens, and a header is a tenth of a record's size."""
+DEFAULT_CACHED_SECTIONS = 2048
+"""Opened sections a process keeps decoded: at QASPER's section sizes about 22 KB each (the
+parent, its children's texts, metadata and vectors), 45 MB in all."""
+HEADERS_PER_SECTION = 4
+"""Candidates' headers kept per opened section (about 2.3 KB each, 19 MB in all by default): a
+query reads three candidates for each section it opens."""
 
 DEFAULT_NAME = "gated-parent"
 """The index's name when neither ``name`` nor a ``langchain_chroma.Chroma`` gives one."""
@@ -193,7 +194,7 @@ class GatedParentIndex:
         lock_timeout: seconds a write waits for another process's write to the same index to
             end before it raises ``WriterLockTimeoutError`` naming that writer (default 600).
         cached_sections: how many opened sections (with their children) this process keeps
-            decoded between queries, for the index's current version only (default 1024;
+            decoded between queries, for the index's current version only (default 2048;
             ``HEADERS_PER_SECTION`` times as many candidates' headers; 0 keeps none). See
             :mod:`~langchain_gated_parent.stores.read_cache`.
 
@@ -1120,7 +1121,8 @@ def _prepare_directory(directory: Path) -> None:
 
 def _detached(header: Section) -> Section:
     """A header that keeps its own vector, not the whole record it was read from alive."""
-    return replace(header, vector=header.vector.copy())
+    empty = np.empty((0, header.vector.shape[0]), np.float32)
+    return replace(header, vector=header.vector.copy(), child_vectors=empty)
 
 
 def _joined(opened: Sequence[ChildRows]) -> ChildRows:

@@ -60,4 +60,4 @@ def test_capacity_zero_keeps_nothing() -> None:
 def test_a_cache_size_that_is_not_a_count_is_refused_with_the_fix(size: object) -> None:
     with pytest.raises(ValueError, match=r"cached_sections must be an integer >= 0") as refused:
         check_cached_sections(size)
-    assert "cached_sections=1024" in str(refused.value)
+    assert "cached_sections=2048" in str(refused.value)
