@@ -10,6 +10,7 @@ and takes its knobs from :mod:`~langchain_gated_parent.params`.
 from __future__ import annotations
 
 import asyncio
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -125,6 +126,42 @@ def _parents_of(
         metadata = {**parent.metadata, **scores}
         out.append(Document(id=pid, page_content=parent.page_content, metadata=metadata))
     return out
+
+
+def _alpha_of(query: str, alpha: float | str) -> float:
+    """The fused score's alpha for ``query``; ``nan`` for the learned ranker (no alpha)."""
+    if alpha == "learned":
+        return math.nan
+    return scoring.route_alpha(query) if alpha == "auto" else float(alpha)
+
+
+def _learned_ranking(  # noqa: PLR0913 (the scored children and what the gate knew of them)
+    query: str,
+    rows: ChildRows,
+    *,
+    cosine: Any,
+    lexical: Any,
+    gate: Sequence[scoring.GatedParent],
+    candidates: scoring.GateCandidates,
+) -> list[tuple[int, float]]:
+    """Every child of the opened parents, ranked by the learned ranker (no per-parent cap)."""
+    metas = rows.metadatas
+    scores = scoring.learned_child_scores(
+        cosine=cosine,
+        lexical=lexical,
+        child_ids=rows.ids,
+        child_parent_ids=rows.parent_ids,
+        starts=[int(m[keys.START_INDEX]) for m in metas],
+        ends=[int(m[keys.END_INDEX]) for m in metas],
+        child_counts=[
+            int(rows.parents[m[keys.PARENT_ID]].metadata.get(keys.CHILD_COUNT) or 0) for m in metas
+        ],
+        gate=gate,
+        candidates=candidates,
+        numeric=scoring.classify_question(query) is scoring.QuestionKind.NUMERIC,
+    )
+    ranked = [(row, float(score)) for row, score in enumerate(scores.tolist())]
+    return sorted(ranked, key=lambda pair: (-pair[1], rows.ids[pair[0]]))
 
 
 def _validate_query(query: object) -> str:
@@ -252,7 +289,8 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         ``explain`` also keeps every child scored (``Explanation.considered``), which a plain
         query does not pay for.
         """
-        alpha = scoring.route_alpha(query) if settings.alpha == "auto" else float(settings.alpha)
+        learned = settings.alpha == "learned"
+        alpha = _alpha_of(query, settings.alpha)
         explanation = Explanation(query=query, alpha=alpha)
         wide = settings.gate_margin > 0 or settings.fill or settings.title_weight > 0
         # Filling needs about k / child_per_parent parents; search twice that, never fewer
@@ -275,26 +313,31 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 ids,
                 parent_scores,
                 [sections[p].child_count for p in ids],
-                need=settings.k,
+                need=scoring.LEARNED_FILL * settings.k if learned else settings.k,
                 child_per_parent=settings.child_per_parent,
             )
         rows: ChildRows = yield _FetchChildren([g.parent_id for g in gate])
         if not rows.ids:
             return explanation
-        child_scores = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
-        if settings.lexical_weight:
-            child_scores = scoring.blend(
-                child_scores, bm25(query, rows.lexical_texts), settings.lexical_weight
-            )
+        cosine = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
+        lexical = bm25(query, rows.lexical_texts) if settings.lexical_weight or learned else None
+        child_scores = cosine
+        if settings.lexical_weight and lexical is not None:
+            child_scores = scoring.blend(cosine, lexical, settings.lexical_weight)
         parent_ids = rows.parent_ids
-        ranked = scoring.rank_children(
-            parent_ids,
-            rows.ids,
-            child_scores,
-            gate,
-            child_per_parent=settings.child_per_parent,
-            alpha=alpha,
-        )
+        if learned and lexical is not None:
+            ranked = _learned_ranking(
+                query, rows, cosine=cosine, lexical=lexical, gate=gate, candidates=sources
+            )
+        else:
+            ranked = scoring.rank_children(
+                parent_ids,
+                rows.ids,
+                child_scores,
+                gate,
+                child_per_parent=settings.child_per_parent,
+                alpha=alpha,
+            )
         fused = dict(ranked)
         order = [row for row, _ in ranked]
         if settings.dedupe:

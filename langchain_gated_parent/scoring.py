@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -88,7 +88,7 @@ def blend(dense: ArrayLike, lexical: ArrayLike, weight: float) -> NDArray[np.flo
 def check_alpha(alpha: float) -> None:
     """Reject an alpha outside [0, 1], naming the value and the fix."""
     if not 0.0 <= alpha <= 1.0:
-        msg = f"alpha must be in [0, 1] (or 'auto'), got {alpha!r}; pass e.g. alpha=0.4"
+        msg = f"alpha must be in [0, 1] (or 'auto', 'learned'), got {alpha!r}; pass e.g. alpha=0.4"
         raise ValueError(msg)
 
 
@@ -324,6 +324,9 @@ class GateCandidates:
     scores: list[float]
     sources: list[list[GateSource]]
     """Which searches found each candidate, in :class:`GateSource` order."""
+    parts: list[tuple[float, float, float, float]] = field(default_factory=list)
+    """Each candidate's ``(d, title, c, s)``: its dense score (before the title blend), title
+    score, best-child score and scaled term score, as :func:`fuse_gate_sources` fused them."""
 
 
 def fuse_gate_sources(  # noqa: PLR0913 (three sources, the title signal and three weights)
@@ -360,8 +363,10 @@ def fuse_gate_sources(  # noqa: PLR0913 (three sources, the title signal and thr
     child_floor = min(child_of.values(), default=0.0)
     scores: list[float] = []
     sources: list[list[GateSource]] = []
+    parts: list[tuple[float, float, float, float]] = []
     for pid, title_score in zip(candidate_ids, titles.tolist(), strict=True):
-        d = (1.0 - title_weight) * dense_of.get(pid, dense_floor) + title_weight * title_score
+        dense_score = dense_of.get(pid, dense_floor)
+        d = (1.0 - title_weight) * dense_score + title_weight * title_score
         c = child_of.get(pid, child_floor)
         s = sparse_of.get(pid, 0.0)
         scores.append(
@@ -374,4 +379,127 @@ def fuse_gate_sources(  # noqa: PLR0913 (three sources, the title signal and thr
             (GateSource.CHILDREN, pid in child_of),
         )
         sources.append([source for source, hit in found if hit])
-    return GateCandidates(list(candidate_ids), scores, sources)
+        parts.append((dense_score, title_score, c, s))
+    return GateCandidates(list(candidate_ids), scores, sources, parts)
+
+
+LEARNED_FEATURES: tuple[str, ...] = (
+    "cosine",
+    "lexical",
+    "parent_score",
+    "parent_dense",
+    "parent_title",
+    "parent_best_child",
+    "log_gate_rank",
+    "log_rank_in_parent",
+    "best_in_parent",
+    "parent_from_terms",
+    "parent_from_children",
+    "position_in_section",
+    "log_characters",
+    "log_offset_k",
+    "log_cosine_rank",
+    "numeric_x_cosine",
+)
+"""The learned child ranker's features, in :data:`LEARNED_WEIGHTS` order (see
+:func:`learned_child_scores`)."""
+LEARNED_WEIGHTS: tuple[float, ...] = (
+    1.6937,
+    1.6124,
+    1.7684,
+    -0.3774,
+    0.4169,
+    2.9530,
+    -0.2321,
+    -0.4679,
+    -0.3600,
+    0.9873,
+    0.5330,
+    -0.1816,
+    0.5565,
+    0.1751,
+    -0.1664,
+    2.3407,
+)
+"""A linear listwise (softmax) ranker fitted on QASPER train, both settings, over every child of
+the parents a gate filled to twice ``k`` opens (``benchmarks/learn_fusion.py``)."""
+LEARNED_BIAS = -5.1774
+"""Added before the logistic squashing, so a score reads roughly as a probability."""
+LEARNED_FILL = 2
+"""With the learned ranker the gate fills until it can supply this many times ``k`` children."""
+_LEARNED_BLEND = 0.3
+"""The lexical share of the child score that orders children inside a parent (as fitted)."""
+
+
+def learned_child_scores(  # noqa: PLR0913 (parallel arrays of one child list)
+    *,
+    cosine: ArrayLike,
+    lexical: ArrayLike,
+    child_ids: Sequence[str],
+    child_parent_ids: Sequence[str],
+    starts: Sequence[int],
+    ends: Sequence[int],
+    child_counts: Sequence[int],
+    gate: Sequence[GatedParent],
+    candidates: GateCandidates,
+    numeric: bool,
+) -> NDArray[np.float64]:
+    """Score every child of the opened parents with the learned linear ranker, in (0, 1).
+
+    Per child (``cosine``, ``lexical``: its similarity and max-scaled BM25 over the scored
+    children): the parent's gate score, rank and fused parts (:class:`GateCandidates`), the
+    child's rank inside its parent (by ``0.7 cosine + 0.3 lexical``), its position in the
+    section (``C-<sid>-<n>``: ``n`` of ``child_counts``), its length and its offset in the
+    document (``ends - starts`` and ``starts``, characters), its cosine rank among all scored
+    children, and ``numeric`` (a numeric question, :func:`classify_question`) times its cosine.
+    The score is ``sigmoid(features @ LEARNED_WEIGHTS + LEARNED_BIAS)``; only its order matters.
+    """
+    cos = np.asarray(cosine, dtype=np.float64)
+    lex = np.asarray(lexical, dtype=np.float64)
+    n = len(child_ids)
+    if n == 0:
+        return np.zeros(0)
+    opened = {g.parent_id: g for g in gate}
+    at = {pid: i for i, pid in enumerate(candidates.ids)}
+    blended = blend(cos, lex, _LEARNED_BLEND)
+    rank_in_parent = np.zeros(n)
+    by_parent: dict[str, list[int]] = {}
+    for row, pid in enumerate(child_parent_ids):
+        by_parent.setdefault(pid, []).append(row)
+    for rows in by_parent.values():
+        for rank, row in enumerate(sorted(rows, key=lambda r: (-blended[r], child_ids[r])), 1):
+            rank_in_parent[row] = rank
+    cos_rank = np.empty(n)
+    cos_rank[np.argsort(-cos, kind="stable")] = np.arange(1, n + 1)
+    parent_rows = [at[pid] for pid in child_parent_ids]
+    parts = np.asarray(candidates.parts, dtype=np.float64)[parent_rows]
+    from_terms = np.array([GateSource.SPARSE in candidates.sources[i] for i in parent_rows], float)
+    from_children = np.array(
+        [GateSource.CHILDREN in candidates.sources[i] for i in parent_rows], float
+    )
+    gated = [opened[pid] for pid in child_parent_ids]
+    index = np.array([int(c.rsplit("-", 1)[1]) for c in child_ids], dtype=np.float64)
+    counts = np.asarray(child_counts, dtype=np.float64)
+    features = np.column_stack(
+        (
+            cos,
+            lex,
+            [g.score for g in gated],
+            parts[:, 0],
+            parts[:, 1],
+            parts[:, 2],
+            np.log([g.rank for g in gated]),
+            np.log(rank_in_parent),
+            (rank_in_parent == 1).astype(float),
+            from_terms,
+            from_children,
+            (index - 1) / np.maximum(counts - 1, 1),
+            np.log1p(np.asarray(ends, dtype=np.float64) - np.asarray(starts, dtype=np.float64)),
+            np.log1p(np.asarray(starts, dtype=np.float64) / 1000),
+            np.log(cos_rank),
+            float(numeric) * cos,
+        )
+    )
+    logits: NDArray[np.float64] = features @ np.asarray(LEARNED_WEIGHTS) + LEARNED_BIAS
+    squashed: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-logits))
+    return squashed

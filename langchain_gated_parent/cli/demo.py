@@ -32,7 +32,12 @@ def run(args: argparse.Namespace) -> int:
         if demo.filter is not None:
             echo(f"  filter: {', '.join(f'{k}={v}' for k, v in demo.filter.items())}")
         echo(f"  answer in: {demo.doc_id} > {' > '.join(demo.section_path)}")
-        echo(f"  gate opened (alpha {explanation.alpha:.2f}):")
+        ranker = (
+            "learned ranker"
+            if explanation.alpha != explanation.alpha
+            else (f"alpha {explanation.alpha:.2f}")
+        )
+        echo(f"  gate opened ({ranker}):")
         for parent in explanation.parents:
             meta = parent.metadata
             echo(f"    {meta[keys.GATE_RANK]}. s_p {meta[keys.PARENT_SCORE]:.3f}  {location(meta)}")

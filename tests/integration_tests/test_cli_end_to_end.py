@@ -94,7 +94,10 @@ def test_query_filter_and_table(index):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--alpha", "1.5"], "--alpha: expected a number in [0, 1] or 'auto', got '1.5'"),
+        (
+            ["--alpha", "1.5"],
+            "--alpha: expected a number in [0, 1] or 'auto' or 'learned', got '1.5'",
+        ),
         (["--filter", "colour=red"], "'colour' are not metadata of this index"),
         (["--k", "0"], "expected an integer >= 1"),
     ],

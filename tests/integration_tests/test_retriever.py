@@ -27,6 +27,11 @@ def test_contract_example_end_to_end(index: GatedParentIndex) -> None:
     assert top.metadata[keys.CHUNK_ID] == "C-S-methods-2"
     assert top.metadata[keys.PARENT_ID] == "P-S-methods"
     assert top.metadata[keys.DOC_ID] == "P-GAPDH-01"
+    # the fused score's contract holds for a numeric alpha (the default ranks by the learned one)
+    docs = index.as_retriever(k=4, alpha=0.4).invoke(
+        "48 h RNA extraction", filter={"doc_id": "P-GAPDH-01"}
+    )
+    assert docs[0].metadata[keys.CHUNK_ID] == "C-S-methods-2"
     for doc in docs:
         meta = doc.metadata
         assert {keys.CHUNK_ID, keys.PARENT_ID, keys.SCORE, keys.GATE_RANK} <= set(meta)
@@ -65,7 +70,8 @@ def test_fill_opens_parents_in_gate_order_until_k_children(index: GatedParentInd
 
 
 def test_child_per_parent_caps_each_parent(index: GatedParentIndex) -> None:
-    docs = index.as_retriever(k=50, parent_top_k=5, child_per_parent=1).invoke("RNA extraction")
+    retriever = index.as_retriever(k=50, parent_top_k=5, child_per_parent=1, alpha=0.4)
+    docs = retriever.invoke("RNA extraction")
     parents = [d.metadata[keys.PARENT_ID] for d in docs]
     assert len(parents) == len(set(parents))
 

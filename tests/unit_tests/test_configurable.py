@@ -112,7 +112,25 @@ def test_configurable_alpha_changes_the_fused_score(
         assert meta[keys.SCORE] == pytest.approx(
             alpha * meta[keys.PARENT_SCORE] + (1 - alpha) * meta[keys.CHILD_SCORE]
         )
-    assert retriever.alpha == 0.4  # the retriever itself is unchanged
+    assert retriever.alpha == "learned"  # the retriever itself is unchanged
+
+
+def test_the_default_ranker_is_the_learned_one(retriever: GatedParentRetriever) -> None:
+    from langchain_gated_parent import scoring
+
+    explanation = retriever.explain("Memory")
+    assert explanation.alpha != explanation.alpha  # nan: no alpha, the learned ranker
+    docs = explanation.documents
+    assert docs
+    scores = [doc.metadata[keys.SCORE] for doc in docs]
+    assert all(0 < s < 1 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    # every child of every opened parent was scored (no per-parent cap)
+    considered = explanation.considered
+    opened = {p.id for p in explanation.parents}
+    assert {d.metadata[keys.PARENT_ID] for d in considered} <= opened
+    assert len(considered) == sum(p.metadata[keys.CHILD_COUNT] for p in explanation.parents)
+    assert scoring.LEARNED_FILL == 2
 
 
 def test_configurable_settings_match_keyword_arguments(retriever: GatedParentRetriever) -> None:

@@ -110,8 +110,8 @@ def test_near_duplicate_has_a_range() -> None:
 
 def test_rules_are_read_from_the_constraints() -> None:
     assert params.rule("k") == "an integer >= 1"
-    assert params.rule("alpha") == "in [0, 1] or 'auto'"
-    assert params.rule("alpha", nouns=True) == "a number in [0, 1] or 'auto'"
+    assert params.rule("alpha") == "in [0, 1] or 'auto' or 'learned'"
+    assert params.rule("alpha", nouns=True) == "a number in [0, 1] or 'auto' or 'learned'"
     assert params.rule("gate_margin", nouns=True) == "a number >= 0"
     assert params.rule("fill") == "true or false"
 

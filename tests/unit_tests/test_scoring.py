@@ -238,3 +238,141 @@ def test_max_scaled() -> None:
 def test_a_query_vector_is_scaled_to_length_one_and_zero_stays_zero() -> None:
     assert np.allclose(scoring.unit([3.0, 4.0]), [0.6, 0.8])
     assert np.array_equal(scoring.unit([0.0, 0.0]), [0.0, 0.0])
+
+
+def _learned_reference(  # noqa: PLR0913 (the function's inputs, read one child at a time)
+    *,
+    cosine: list[float],
+    lexical: list[float],
+    child_ids: list[str],
+    parents: list[str],
+    starts: list[int],
+    ends: list[int],
+    counts: list[int],
+    gate: list[scoring.GatedParent],
+    candidates: scoring.GateCandidates,
+    numeric: bool,
+) -> list[float]:
+    """The learned score of each child, one child at a time from the features' definitions."""
+    out = []
+    for row, pid in enumerate(parents):
+        g = next(g for g in gate if g.parent_id == pid)
+        i = candidates.ids.index(pid)
+        siblings = [r for r, p in enumerate(parents) if p == pid]
+        blended = [0.7 * cosine[r] + 0.3 * lexical[r] for r in range(len(parents))]
+        in_parent = sorted(siblings, key=lambda r: (-blended[r], child_ids[r])).index(row) + 1
+        cos_rank = sorted(range(len(parents)), key=lambda r: (-cosine[r], r)).index(row) + 1
+        n = int(child_ids[row].rsplit("-", 1)[1])
+        d, t, c, _ = candidates.parts[i]
+        x = [
+            cosine[row],
+            lexical[row],
+            g.score,
+            d,
+            t,
+            c,
+            np.log(g.rank),
+            np.log(in_parent),
+            float(in_parent == 1),
+            float(scoring.GateSource.SPARSE in candidates.sources[i]),
+            float(scoring.GateSource.CHILDREN in candidates.sources[i]),
+            (n - 1) / max(counts[row] - 1, 1),
+            np.log1p(ends[row] - starts[row]),
+            np.log1p(starts[row] / 1000),
+            np.log(cos_rank),
+            float(numeric) * cosine[row],
+        ]
+        logit = float(np.dot(x, scoring.LEARNED_WEIGHTS)) + scoring.LEARNED_BIAS
+        out.append(1 / (1 + np.exp(-logit)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_learned_child_scores_match_the_feature_definitions(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_parents = 4
+    pids = [f"P-s{i}" for i in range(n_parents)]
+    candidates = scoring.fuse_gate_sources(
+        pids,
+        [(p, float(rng.random())) for p in pids[:3]],
+        [(p, float(rng.random() * 5)) for p in pids[1:]],
+        [(p, float(rng.random())) for p in pids[::2]],
+        title=rng.random(n_parents),
+        title_weight=0.3,
+        sparse_weight=0.25,
+        child_weight=0.25,
+    )
+    gate = scoring.select_gate(pids, candidates.scores, n_parents)
+    sizes = rng.integers(1, 5, n_parents)
+    parents = [p for p, size in zip(pids, sizes, strict=True) for _ in range(size)]
+    child_ids = [
+        f"C-s{p[3:]}-{j + 1}" for p, size in zip(pids, sizes, strict=True) for j in range(size)
+    ]
+    counts = [int(size) for size in sizes for _ in range(size)]
+    n = len(parents)
+    cosine = rng.random(n).tolist()
+    lexical = rng.random(n).tolist()
+    starts = rng.integers(0, 50_000, n).tolist()
+    ends = [
+        start + int(length) for start, length in zip(starts, rng.integers(1, 2000, n), strict=True)
+    ]
+    for numeric in (False, True):
+        got = scoring.learned_child_scores(
+            cosine=cosine,
+            lexical=lexical,
+            child_ids=child_ids,
+            child_parent_ids=parents,
+            ends=ends,
+            starts=starts,
+            child_counts=counts,
+            gate=gate,
+            candidates=candidates,
+            numeric=numeric,
+        )
+        want = _learned_reference(
+            cosine=cosine,
+            lexical=lexical,
+            child_ids=child_ids,
+            parents=parents,
+            ends=ends,
+            starts=starts,
+            counts=counts,
+            gate=gate,
+            candidates=candidates,
+            numeric=numeric,
+        )
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        assert ((got > 0) & (got < 1)).all()
+
+
+def test_learned_ranker_prefers_the_closer_child_and_has_its_coefficients() -> None:
+    assert len(scoring.LEARNED_WEIGHTS) == len(scoring.LEARNED_FEATURES)
+    candidates = scoring.fuse_gate_sources(
+        ["P-a"], [("P-a", 0.5)], [], [], sparse_weight=0.25, child_weight=0.25
+    )
+    gate = scoring.select_gate(["P-a"], candidates.scores, 1)
+    scores = scoring.learned_child_scores(
+        cosine=[0.3, 0.6],
+        lexical=[0.2, 0.2],
+        child_ids=["C-a-1", "C-a-2"],
+        child_parent_ids=["P-a", "P-a"],
+        starts=[0, 500],
+        ends=[400, 900],
+        child_counts=[2, 2],
+        gate=gate,
+        candidates=candidates,
+        numeric=False,
+    )
+    assert scores[1] > scores[0]
+    assert scoring.learned_child_scores(
+        cosine=[],
+        lexical=[],
+        child_ids=[],
+        child_parent_ids=[],
+        starts=[],
+        ends=[],
+        child_counts=[],
+        gate=[],
+        candidates=candidates,
+        numeric=False,
+    ).shape == (0,)
