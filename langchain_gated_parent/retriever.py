@@ -138,6 +138,7 @@ def _alpha_of(query: str, alpha: float | str) -> float:
 def _learned_ranking(  # noqa: PLR0913 (the scored children and what the gate knew of them)
     query: str,
     rows: ChildRows,
+    sections: Mapping[str, Section],
     *,
     cosine: Any,
     lexical: Any,
@@ -145,17 +146,16 @@ def _learned_ranking(  # noqa: PLR0913 (the scored children and what the gate kn
     candidates: scoring.GateCandidates,
 ) -> list[tuple[int, float]]:
     """Every child of the opened parents, ranked by the learned ranker (no per-parent cap)."""
-    metas = rows.metadatas
+    parent_ids = rows.parent_ids
+    spans = rows.spans
     scores = scoring.learned_child_scores(
         cosine=cosine,
         lexical=lexical,
         child_ids=rows.ids,
-        child_parent_ids=rows.parent_ids,
-        starts=[int(m[keys.START_INDEX]) for m in metas],
-        ends=[int(m[keys.END_INDEX]) for m in metas],
-        child_counts=[
-            int(rows.parents[m[keys.PARENT_ID]].metadata.get(keys.CHILD_COUNT) or 0) for m in metas
-        ],
+        child_parent_ids=parent_ids,
+        starts=[start for _, start, _ in spans],
+        ends=[end for _, _, end in spans],
+        child_counts=[sections[p].child_count for p in parent_ids],
         gate=gate,
         candidates=candidates,
         numeric=scoring.classify_question(query) is scoring.QuestionKind.NUMERIC,
@@ -327,7 +327,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         parent_ids = rows.parent_ids
         if learned and lexical is not None:
             ranked = _learned_ranking(
-                query, rows, cosine=cosine, lexical=lexical, gate=gate, candidates=sources
+                query, rows, sections, cosine=cosine, lexical=lexical, gate=gate, candidates=sources
             )
         else:
             ranked = scoring.rank_children(
