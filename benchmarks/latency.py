@@ -12,7 +12,8 @@ shared machine a load spike can land on one retriever and not the other. Here ev
 built in one process and every question is asked of each in turn (order rotating), with the
 query embedded live, so all see the same load. Prints p50/p95 per retriever and the ratio of
 each median to flat-para's. Retrievers: flat-para, flat-hybrid, gated (the defaults) and
-gated-dense-gate (the gate before the hybrid one).
+gated-dense-gate (the gate before the hybrid one); ``--retrievers`` picks others (any name of
+:data:`benchmarks.peers.PEERS`, e.g. ``gated-learned``).
 """
 
 from __future__ import annotations
@@ -43,13 +44,19 @@ def main() -> None:
     parser.add_argument("--setting", choices=("paper", "corpus"), default="paper")
     parser.add_argument("--limit-papers", type=int, default=None)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
+    parser.add_argument(
+        "--retrievers",
+        default=",".join(RETRIEVERS),
+        help="comma-separated; flat-para, the base of the ratios, is always timed",
+    )
     args = parser.parse_args()
 
     from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
 
     papers = load_corpus(args.data, args.limit_papers)
     embeddings = CachedEmbeddings(MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite")
-    peers: list[Peer] = [PEERS[name]() for name in RETRIEVERS]
+    names = dict.fromkeys(["flat-para", *args.retrievers.split(",")])
+    peers: list[Peer] = [PEERS[name]() for name in names]
     for peer in peers:
         peer.setting = args.setting
     questions = [

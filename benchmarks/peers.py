@@ -570,6 +570,8 @@ GATED_VARIANTS: dict[str, GatedVariant] = {
     ),
     "gated-parents": GatedVariant(retriever={"k": GATED_K}, return_parents=True),
     "gated-auto": GatedVariant(retriever={"k": GATED_K, "alpha": "auto"}),
+    # The learned child ranker (opt-in; benchmarks/learn_fusion.py fitted it on train).
+    "gated-learned": GatedVariant(retriever={"k": GATED_K, "alpha": "learned"}),
     # Ablations of the defaults: the hard gate (no filling) and dense scores only.
     "gated-hard": GatedVariant(retriever={"k": GATED_K, "fill": False}),
     "gated-dense": GatedVariant(

@@ -56,7 +56,7 @@ PAGE_STARTS = PREFIX + "page_starts"
 
 SCORE = "score"
 """Fused score, ``alpha * parent_score + (1 - alpha) * child_score``; with ``alpha="learned"``
-(the default) the learned ranker's score in (0, 1) (``scoring.learned_child_scores``)."""
+the learned ranker's score in (0, 1) (``scoring.learned_child_scores``)."""
 PARENT_SCORE = "parent_score"
 """The gate's similarity for the child's parent, in [0, 1]."""
 CHILD_SCORE = "child_score"

@@ -43,7 +43,7 @@ class SearchFields(BaseModel):
 
     k: PositiveInt = 8
     """How many results to return."""
-    alpha: Share | Literal["auto", "learned"] = "learned"
+    alpha: Share | Literal["auto", "learned"] = 0.4
     """Weight of the parent's score in the fused score; "auto" picks it per question; "learned"
     ranks every child of the opened parents (the gate filled to twice k) with the linear ranker
     fitted on QASPER train instead (scoring.LEARNED_WEIGHTS; child_per_parent then only sizes

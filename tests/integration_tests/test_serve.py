@@ -43,8 +43,8 @@ def remote(base_url: str) -> RemoteRunnable[str, list[Document]]:
     return RemoteRunnable(f"{base_url}{RETRIEVER_PATH}/", timeout=TIMEOUT)
 
 
-def check_results(docs: list[Any], alpha: float | None = None) -> None:
-    """Scored documents: the fused formula for a numeric alpha, else the learned ranker's."""
+def check_results(docs: list[Any], alpha: float | None = 0.4) -> None:
+    """Scored documents: the fused formula for a numeric alpha, else (None) the learned ranker's."""
     assert docs
     for doc in docs:
         assert isinstance(doc, Document)
@@ -125,11 +125,12 @@ PER_KNOB: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("k", {"k": 2}, {}),
     ("alpha", {"alpha": 0.0}, {}),
     ("alpha", {"alpha": "auto"}, {}),
-    ("parent_top_k", {"parent_top_k": 1, "alpha": 0.4}, {"alpha": 0.4}),
+    ("alpha", {"alpha": "learned"}, {}),
+    ("parent_top_k", {"parent_top_k": 1}, {}),
     ("child_per_parent", {"child_per_parent": 1}, {}),
-    ("gate_margin", {"gate_margin": 0.2, "alpha": 0.4}, {"alpha": 0.4}),
+    ("gate_margin", {"gate_margin": 0.2}, {}),
     ("fill", {"parent_top_k": 1, "k": 6, "fill": False}, {"parent_top_k": 1, "k": 6}),
-    ("lexical_weight", {"lexical_weight": 1.0, "alpha": 0.4}, {"alpha": 0.4}),
+    ("lexical_weight", {"lexical_weight": 1.0}, {}),
     ("title_weight", {"title_weight": 1.0}, {}),
     ("sparse_weight", {"sparse_weight": 1.0}, {}),
     ("child_weight", {"child_weight": 1.0}, {}),
@@ -145,10 +146,7 @@ PER_KNOB: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
 """For each knob: a request setting it, and the same request without it (results differ).
 
 ``fill`` and ``dedupe`` show only when they have work: a single opened parent to fill from, and
-``near_duplicate=0`` (every later child is a near duplicate) for dedupe to drop. The learned
-ranker (the default) fills the gate to twice ``k`` and ranks with its own lexical blend, so on
-this small index ``parent_top_k``, ``gate_margin`` and ``lexical_weight`` show with the fused
-score (``alpha=0.4``).
+``near_duplicate=0`` (every later child is a near duplicate) for dedupe to drop.
 """
 
 

@@ -112,13 +112,15 @@ def test_configurable_alpha_changes_the_fused_score(
         assert meta[keys.SCORE] == pytest.approx(
             alpha * meta[keys.PARENT_SCORE] + (1 - alpha) * meta[keys.CHILD_SCORE]
         )
-    assert retriever.alpha == "learned"  # the retriever itself is unchanged
+    assert retriever.alpha == 0.4  # the retriever itself is unchanged
 
 
-def test_the_default_ranker_is_the_learned_one(retriever: GatedParentRetriever) -> None:
+def test_the_learned_ranker_scores_every_child_of_the_opened_parents(
+    retriever: GatedParentRetriever,
+) -> None:
     from langchain_gated_parent import scoring
 
-    explanation = retriever.explain("Memory")
+    explanation = retriever.explain("Memory", alpha="learned")
     assert explanation.alpha != explanation.alpha  # nan: no alpha, the learned ranker
     docs = explanation.documents
     assert docs
