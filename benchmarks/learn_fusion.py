@@ -55,15 +55,17 @@ def widened_plan(retriever: Any, query: str, vector: list[float], where: Any, ne
         _Begin,
         _FetchChildren,
         _parent_of_child,
-        _SearchVectors,
+        _Search,
         _Sections,
         _stack,
     )
 
     s = retriever._params({"filter": where})  # noqa: SLF001
     n = max(4 * s.parent_top_k, -(-2 * s.k // s.child_per_parent))
-    _, every, sparse = yield _Begin(query, False, n, where)
+    _, every = yield _Begin(query, False, where)
     n_children = CHILD_SEARCH_FACTOR * n
+    exact = every is not None
+    _, sparse, children = yield _Search(query, vector, 0, n, 0 if exact else n_children, where)
     if every is not None:
         dense = scoring.nearest(list(every), _stack([x.vector for x in every.values()]), vector, n)
         children = scoring.nearest(
@@ -72,14 +74,16 @@ def widened_plan(retriever: Any, query: str, vector: list[float], where: Any, ne
             vector,
             n_children,
         )
-    else:
-        dense, children = yield _SearchVectors(vector, n, n_children, where)
     child_parents = [(_parent_of_child(c), sc) for c, sc in children]
-    found = list(dict.fromkeys(p for p, _ in [*dense, *sparse, *child_parents]))
+    found = list(dict.fromkeys(p for p, _ in [*sparse, *child_parents]))
     if every is None:
-        known = {p for p, _ in dense}
-        sections = yield _Sections(found, where, [p for p in found if p not in known])
+        sections = yield _Sections(found, where, found)
+        # the dense search, exactly, over the other searches' candidates (as the retriever)
+        dense = scoring.nearest(
+            list(sections), _stack([x.vector for x in sections.values()]), vector, n
+        )
     else:
+        found = list(dict.fromkeys([*(p for p, _ in dense), *found]))
         sections = {p: every[p] for p in found if p in every}
     ids = list(sections)
     dense_l = [(p, sc) for p, sc in dense if p in sections]

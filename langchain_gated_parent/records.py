@@ -147,6 +147,7 @@ class Explanation:
 
     query: str
     alpha: float
+    """The fused score's alpha for this query; ``nan`` with the learned ranker (it has none)."""
     parents: list[Document] = field(default_factory=list)
     considered: list[Document] = field(default_factory=list)
     documents: list[Document] = field(default_factory=list)

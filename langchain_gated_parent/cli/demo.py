@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,11 +33,8 @@ def run(args: argparse.Namespace) -> int:
         if demo.filter is not None:
             echo(f"  filter: {', '.join(f'{k}={v}' for k, v in demo.filter.items())}")
         echo(f"  answer in: {demo.doc_id} > {' > '.join(demo.section_path)}")
-        ranker = (
-            "learned ranker"
-            if explanation.alpha != explanation.alpha
-            else (f"alpha {explanation.alpha:.2f}")
-        )
+        learned = math.isnan(explanation.alpha)
+        ranker = "learned ranker" if learned else f"alpha {explanation.alpha:.2f}"
         echo(f"  gate opened ({ranker}):")
         for parent in explanation.parents:
             meta = parent.metadata
