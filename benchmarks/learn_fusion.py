@@ -66,7 +66,7 @@ def widened_plan(retriever: Any, query: str, vector: list[float], where: Any, ne
     _, every = yield _Begin(query, False, where)
     n_children = CHILD_SEARCH_FACTOR * n
     exact = every is not None
-    _, sparse, children = yield _Search(query, vector, 0, n, 0 if exact else n_children, where)
+    children, sparse, _ = yield _Search(query, vector, 0, n, 0 if exact else n_children, where)
     if every is not None:
         dense = scoring.nearest(list(every), _stack([x.vector for x in every.values()]), vector, n)
         children = scoring.nearest(

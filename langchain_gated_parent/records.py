@@ -8,6 +8,7 @@ read here, once, into the typed fields the scoring needs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langchain_gated_parent import keys
@@ -54,12 +55,12 @@ class ChildRows:
     vectors: NDArray[np.float32]
     parents: dict[str, Document] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def parent_ids(self) -> list[str]:
-        """Each child's parent."""
+        """Each child's parent (computed once: scoring, dedupe and the learned ranker read it)."""
         return [meta[keys.PARENT_ID] for meta in self.metadatas]
 
-    @property
+    @cached_property
     def spans(self) -> list[tuple[str, int, int]]:
         """Each child's ``(doc_id, start, end)`` in its document: one span is one fact."""
         return [

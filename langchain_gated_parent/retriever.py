@@ -92,7 +92,7 @@ _Step = _Begin | _Search | _Sections | _FetchChildren
 CHILD_SEARCH_FACTOR = 2
 """The child-vector search asks for this many children per parent the dense search asks for."""
 _SEARCHES = ThreadPoolExecutor(max_workers=3, thread_name_prefix="gated-search")
-"""Runs the independent reads of one sync query concurrently (its thread embeds meanwhile)."""
+"""Runs the independent reads of one sync query concurrently (its thread runs the first)."""
 
 
 def _nothing() -> None:
@@ -415,7 +415,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         exact = every is not None
         n_dense = 0 if exact or n_children else n
         n_sparse = n if settings.sparse_weight else 0
-        dense, sparse, children = yield _Search(
+        children, sparse, dense = yield _Search(
             query, vector, n_dense, n_sparse, 0 if exact else n_children, settings.filter
         )
         if every is not None:
@@ -501,14 +501,15 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
             return [lambda: index.sections(step.ids, step.where, unchecked=step.unchecked)]
         if isinstance(step, _FetchChildren):
             return [lambda: index.children_of(step.parent_ids)]
+        # The child search, on by default, first: the calling thread runs it, not a worker.
         return [
-            (lambda: index.search_parents(step.vector, step.n, step.where)) if step.n else list,
-            (lambda: index.search_sparse(step.query, step.n_sparse, step.where))
-            if step.n_sparse
-            else list,
             (lambda: index.search_children(step.vector, step.n_children, step.where))
             if step.n_children
             else list,
+            (lambda: index.search_sparse(step.query, step.n_sparse, step.where))
+            if step.n_sparse
+            else list,
+            (lambda: index.search_parents(step.vector, step.n, step.where)) if step.n else list,
         ]
 
     def _start(self, query: object, kwargs: dict[str, Any]) -> tuple[str, SearchParams, Any]:
