@@ -45,82 +45,25 @@ SETTINGS = ("paper", "corpus")
 def widened_plan(retriever: Any, query: str, vector: list[float], where: Any, need: int) -> Any:
     """The retriever's pipeline with the parent score's parts kept and a wider gate.
 
-    Mirrors ``GatedParentRetriever._plan`` / ``_candidates`` at the default knobs, except the
-    fill opens parents until ``need`` children (at 6 per parent) are available and every child
-    of the opened parents is kept (no per-parent cap).
+    Runs ``GatedParentRetriever``'s own candidate step at the default knobs, then fills the
+    gate until ``need`` children (at 6 per parent) are available and keeps every child of the
+    opened parents (no per-parent cap).
     """
-    from langchain_gated_parent import keys, scoring
-    from langchain_gated_parent.lexical import bm25
-    from langchain_gated_parent.retriever import (
-        CHILD_SEARCH_FACTOR,
-        _Begin,
-        _FetchChildren,
-        _parent_of_child,
-        _Search,
-        _Sections,
-        _stack,
-    )
+    from langchain_gated_parent import scoring
+    from langchain_gated_parent.retriever import _Begin, _FetchChildren
+    from langchain_gated_parent.scoring import GateSource
 
     s = retriever._params({"filter": where})  # noqa: SLF001
     n = max(4 * s.parent_top_k, -(-2 * s.k // s.child_per_parent))
     _, every = yield _Begin(query, False, where)
-    n_children = CHILD_SEARCH_FACTOR * n
-    exact = every is not None
-    children, sparse, _ = yield _Search(query, vector, 0, n, 0 if exact else n_children, where)
-    if every is not None:
-        dense = scoring.nearest(list(every), _stack([x.vector for x in every.values()]), vector, n)
-        children = scoring.nearest(
-            [str(c[keys.CHUNK_ID]) for x in every.values() for c in x.children],
-            _stack([x.child_vectors for x in every.values()]),
-            vector,
-            n_children,
-        )
-    child_parents = [(_parent_of_child(c), sc) for c, sc in children]
-    found = list(dict.fromkeys(p for p, _ in [*sparse, *child_parents]))
-    if every is None:
-        sections = yield _Sections(found, where, found)
-        # the dense search, exactly, over the other searches' candidates (as the retriever)
-        dense = scoring.nearest(
-            list(sections), _stack([x.vector for x in sections.values()]), vector, n
-        )
-    else:
-        found = list(dict.fromkeys([*(p for p, _ in dense), *found]))
-        sections = {p: every[p] for p in found if p in every}
+    sections, fused = yield from retriever._candidates(query, vector, n, s, every=every)  # noqa: SLF001
     ids = list(sections)
-    dense_l = [(p, sc) for p, sc in dense if p in sections]
-    sparse_l = [(p, sc) for p, sc in sparse if p in sections]
-    child_l = [(p, sc) for p, sc in child_parents if p in sections]
-    title = bm25(query, [sections[p].headings for p in ids])
-    fused = scoring.fuse_gate_sources(
-        ids,
-        dense_l,
-        sparse_l,
-        child_l,
-        title=title,
-        title_weight=s.title_weight,
-        sparse_weight=s.sparse_weight,
-        child_weight=s.child_weight,
-    )
-    # the parts, as fuse_gate_sources computes them
-    dense_of = dict(dense_l)
-    child_of: dict[str, float] = {}
-    for pid, sc in child_l:
-        child_of[pid] = max(sc, child_of.get(pid, sc))
-    sp_scaled = scoring.max_scaled([sc for _, sc in sparse_l])
-    sparse_of = {pid: float(v) for (pid, _), v in zip(sparse_l, sp_scaled, strict=True)}
-    dfloor = min(dense_of.values(), default=0.0)
-    cfloor = min(child_of.values(), default=0.0)
     parts = {
         p: (
-            dense_of.get(p, dfloor),
-            float(t),
-            child_of.get(p, cfloor),
-            sparse_of.get(p, 0.0),
-            float(p in dense_of),
-            float(p in sparse_of),
-            float(p in child_of),
+            *fused.parts[i],
+            *(float(source in fused.sources[i]) for source in GateSource),
         )
-        for p, t in zip(ids, title.tolist(), strict=True)
+        for i, p in enumerate(ids)
     }
     gate = scoring.select_gate(ids, fused.scores, s.parent_top_k)
     gate = scoring.fill_gate(
@@ -145,39 +88,19 @@ def widened_plan(retriever: Any, query: str, vector: list[float], where: Any, ne
 
 
 def collect(args: argparse.Namespace) -> None:
-    from langchain_core.documents import Document
-
-    from benchmarks.embedding_cache import CachedEmbeddings
-    from benchmarks.tune_defaults import _flat_para, _Scorer
+    from benchmarks.tune_defaults import build_gated, flat_para, load_split
     from langchain_gated_parent import keys, scoring
-    from langchain_gated_parent.embeddings import MiniLMEmbeddings
-    from langchain_gated_parent.index import GatedParentIndex
     from langchain_gated_parent.lexical import bm25
-    from langchain_gated_parent.tokens import get_encoding
 
-    papers = load_papers(args.data, args.limit_papers)
-    embeddings = CachedEmbeddings(
-        MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite", progress=False
-    )
-    questions = [q for p in papers for q in p.questions]
-    vectors = np.asarray(embeddings.embed_documents([q.question for q in questions]), np.float32)
-    score = _Scorer(papers, get_encoding("cl100k_base"))
+    split = load_split(args.data, args.limit_papers, args.cache_dir, progress=False)
+    questions, vectors, score = split.questions, split.vectors, split.score
     out: dict[str, Any] = {"data": str(args.data), "need": args.need, "n_questions": len(questions)}
     texts: dict[str, tuple[str, int, int, str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        index = GatedParentIndex(embeddings, directory=Path(tmp))
-        index.add_documents(
-            [
-                Document(
-                    p.markdown,
-                    metadata={"doc_id": p.paper_id, "title": p.title, "format": "markdown"},
-                )
-                for p in papers
-            ]
-        )
+        index = build_gated(split, Path(tmp))
         print(f"built in {time.perf_counter() - t0:.0f}s: {index.stats()}", flush=True)
-        out["flat"] = _flat_para(papers, embeddings, questions, vectors, score)
+        out["flat"] = flat_para(split)
         print(f"flat-para: {json.dumps(out['flat'])}", flush=True)
         retriever = index.as_retriever(k=K)
         for setting in SETTINGS:
@@ -331,49 +254,20 @@ def _features(q, v, rows, gate, n_default_gate, parts, n_cand, texts, scoring, b
 
 def package_main(args: argparse.Namespace) -> None:
     """The package's own retriever on one split: its defaults, and the cells ``--cells`` names."""
-    from langchain_core.documents import Document
+    from benchmarks.tune_defaults import build_gated, flat_para, load_split, search_all
 
-    from benchmarks.embedding_cache import CachedEmbeddings
-    from benchmarks.tune_defaults import _flat_para, _Scorer
-    from langchain_gated_parent.embeddings import MiniLMEmbeddings
-    from langchain_gated_parent.index import GatedParentIndex
-    from langchain_gated_parent.tokens import get_encoding
-
-    papers = load_papers(args.data, args.limit_papers)
-    embeddings = CachedEmbeddings(
-        MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite", progress=False
-    )
-    questions = [q for p in papers for q in p.questions]
-    vectors = np.asarray(embeddings.embed_documents([q.question for q in questions]), np.float32)
-    score = _Scorer(papers, get_encoding("cl100k_base"))
+    split = load_split(args.data, args.limit_papers, args.cache_dir, progress=False)
     with tempfile.TemporaryDirectory() as tmp:
-        index = GatedParentIndex(embeddings, directory=Path(tmp))
-        index.add_documents(
-            [
-                Document(
-                    p.markdown,
-                    metadata={"doc_id": p.paper_id, "title": p.title, "format": "markdown"},
-                )
-                for p in papers
-            ]
-        )
-        flat = _flat_para(papers, embeddings, questions, vectors, score)
+        index = build_gated(split, Path(tmp))
+        flat = flat_para(split)
         print(f"flat-para: {json.dumps(flat)}", flush=True)
         retriever = index.as_retriever(k=K)
         for changes in json.loads(args.cells):
             cell: dict[str, Any] = {"changes": changes}
             for setting in SETTINGS:
                 t0 = time.perf_counter()
-                found = [
-                    retriever.invoke(
-                        q.question,
-                        query_vector=v.tolist(),
-                        filter={"doc_id": q.paper_id} if setting == "paper" else None,
-                        **changes,
-                    )
-                    for q, v in zip(questions, vectors, strict=True)
-                ]
-                cell.update(score.cell(setting, questions, found))
+                found = search_all(retriever, split, setting, changes)
+                cell.update(split.score.cell(setting, split.questions, found))
                 cell[f"{setting}_ndcg@10_vs_flat"] = (
                     cell[f"{setting}_ndcg@10"] / flat[f"{setting}_ndcg@10"]
                 )

@@ -27,6 +27,7 @@ import argparse
 import json
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,31 +59,11 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     args = parser.parse_args()
 
-    import numpy as np
-    from langchain_core.documents import Document
-
-    from langchain_gated_parent.embeddings import MiniLMEmbeddings
-    from langchain_gated_parent.index import GatedParentIndex
-    from langchain_gated_parent.tokens import get_encoding
-
-    papers = load_papers(args.data, args.limit_papers)
-    embeddings = CachedEmbeddings(MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite")
-    questions = [q for p in papers for q in p.questions]
-    vectors = np.asarray(embeddings.embed_documents([q.question for q in questions]), np.float32)
-    score = _Scorer(papers, get_encoding("cl100k_base"))
+    split = load_split(args.data, args.limit_papers, args.cache_dir)
     with tempfile.TemporaryDirectory() as tmp:
-        index = GatedParentIndex(embeddings, directory=Path(tmp))
-        index.add_documents(
-            [
-                Document(
-                    p.markdown,
-                    metadata={"doc_id": p.paper_id, "title": p.title, "format": "markdown"},
-                )
-                for p in papers
-            ]
-        )
-        print(f"built: {index.stats()} (cache misses {embeddings.misses})", flush=True)
-        flat = _flat_para(papers, embeddings, questions, vectors, score)
+        index = build_gated(split, Path(tmp))
+        print(f"built: {index.stats()} (cache misses {split.embeddings.misses})", flush=True)
+        flat = flat_para(split)
         print(f"flat-para: {json.dumps(flat)}", flush=True)
         retriever = index.as_retriever(k=GATED_K)
 
@@ -90,16 +71,8 @@ def main() -> None:
             started = time.perf_counter()
             cell: dict[str, Any] = {"changes": changes}
             for setting in TARGETS:
-                found = [
-                    retriever.invoke(
-                        q.question,
-                        query_vector=vector.tolist(),
-                        filter={"doc_id": q.paper_id} if setting == "paper" else None,
-                        **changes,
-                    )
-                    for q, vector in zip(questions, vectors, strict=True)
-                ]
-                cell.update(score.cell(setting, questions, found))
+                found = search_all(retriever, split, setting, changes)
+                cell.update(split.score.cell(setting, split.questions, found))
             for s in TARGETS:
                 cell[f"{s}_ndcg@10_vs_flat"] = cell[f"{s}_ndcg@10"] / flat[f"{s}_ndcg@10"]
             cell["seconds"] = round(time.perf_counter() - started, 1)
@@ -125,14 +98,80 @@ def main() -> None:
                 "flat-para": flat,
                 "cells": cells,
                 "best": best,
-                "questions": len(questions),
-                "papers": len(papers),
+                "questions": len(split.questions),
+                "papers": len(split.papers),
                 "data": str(args.data),
             },
             indent=2,
         )
         + "\n"
     )
+
+
+@dataclass
+class Split:
+    """A QASPER split ready to score: its papers, questions, question vectors and scorer."""
+
+    papers: list[Paper]
+    embeddings: CachedEmbeddings
+    questions: list[Any]
+    vectors: Any
+    """One row per question, embedded once and reused by every cell (``query_vector=``)."""
+    score: _Scorer
+
+
+def load_split(
+    data: Path, limit_papers: int | None, cache_dir: Path, *, progress: bool = True
+) -> Split:
+    """Read a split and embed its questions (passage vectors come from the disk cache)."""
+    import numpy as np
+
+    from langchain_gated_parent.embeddings import MiniLMEmbeddings
+    from langchain_gated_parent.tokens import get_encoding
+
+    papers = load_papers(data, limit_papers)
+    embeddings = CachedEmbeddings(
+        MiniLMEmbeddings(), cache_dir / "embeddings.sqlite", progress=progress
+    )
+    questions = [q for p in papers for q in p.questions]
+    vectors = np.asarray(embeddings.embed_documents([q.question for q in questions]), np.float32)
+    return Split(
+        papers, embeddings, questions, vectors, _Scorer(papers, get_encoding("cl100k_base"))
+    )
+
+
+def build_gated(split: Split, directory: Path) -> Any:
+    """One gated index of the split's papers (Markdown, with their ids and titles)."""
+    from langchain_core.documents import Document
+
+    from langchain_gated_parent.index import GatedParentIndex
+
+    index = GatedParentIndex(split.embeddings, directory=directory)
+    index.add_documents(
+        [
+            Document(
+                p.markdown,
+                metadata={"doc_id": p.paper_id, "title": p.title, "format": "markdown"},
+            )
+            for p in split.papers
+        ]
+    )
+    return index
+
+
+def search_all(
+    retriever: Any, split: Split, setting: str, changes: dict[str, Any]
+) -> list[list[Any]]:
+    """Every question of the split, searched in ``setting`` with its vector and ``changes``."""
+    return [
+        retriever.invoke(
+            q.question,
+            query_vector=vector.tolist(),
+            filter={"doc_id": q.paper_id} if setting == "paper" else None,
+            **changes,
+        )
+        for q, vector in zip(split.questions, split.vectors, strict=True)
+    ]
 
 
 def _gain(cell: dict[str, Any], base: dict[str, Any]) -> float | None:
@@ -172,15 +211,14 @@ class _Scorer:
         }
 
 
-def _flat_para(
-    papers: list[Paper], embeddings: Any, questions: list[Any], vectors: Any, score: _Scorer
-) -> dict[str, float]:
+def flat_para(split: Split) -> dict[str, float]:
     """flat-para's figures: the paragraphs' vectors searched exactly, best ``GATED_K``."""
     import numpy as np
     from langchain_core.documents import Document
 
+    papers, questions = split.papers, split.questions
     units = [(p.paper_id, q) for p in papers for q in p.paragraphs]
-    matrix = np.asarray(embeddings.embed_documents([q.text for _, q in units]), np.float32)
+    matrix = np.asarray(split.embeddings.embed_documents([q.text for _, q in units]), np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     rows_of: dict[str, list[int]] = {}
     for row, (paper_id, _) in enumerate(units):
@@ -188,7 +226,7 @@ def _flat_para(
     out: dict[str, float] = {}
     for setting in TARGETS:
         found = []
-        for q, vector in zip(questions, vectors, strict=True):
+        for q, vector in zip(questions, split.vectors, strict=True):
             rows = np.asarray(rows_of[q.paper_id] if setting == "paper" else range(len(units)))
             scores = matrix[rows] @ (vector / np.linalg.norm(vector))
             best = rows[np.argsort(-scores, kind="stable")[:GATED_K]]
@@ -205,7 +243,7 @@ def _flat_para(
                     for r in best
                 ]
             )
-        out.update(score.cell(setting, questions, found))
+        out.update(split.score.cell(setting, questions, found))
     return out
 
 
