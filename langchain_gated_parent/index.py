@@ -195,7 +195,8 @@ class GatedParentIndex:
             end before it raises ``WriterLockTimeoutError`` naming that writer (default 600).
         cached_sections: how many opened sections (with their children) this process keeps
             decoded between queries, for the index's current version only (default 2048;
-            ``HEADERS_PER_SECTION`` times as many candidates' headers; 0 keeps none). See
+            ``HEADERS_PER_SECTION`` times as many candidates' headers, and as many query
+            terms' postings; 0 keeps none). See
             :mod:`~langchain_gated_parent.stores.read_cache`.
 
     Writers and readers in other processes: every write (``add_documents``, ``delete``,
@@ -294,7 +295,9 @@ class GatedParentIndex:
         self.journal: Journal = placement.journal
         self.writer_lock = placement.lock
         self.section_store = placement.sections
-        self.sparse: SparseIndex | None = open_sparse(docstore, self.name)
+        self.sparse: SparseIndex | None = open_sparse(
+            docstore, self.name, cached_terms=self._opened.capacity
+        )
         self._stamp = self.journal.stamp()
         self._config_version = self._stamp.config
         self._synced_seq = self._stamp.seq
@@ -762,9 +765,13 @@ class GatedParentIndex:
         self._synced_seq = self._stamp.seq
 
     def _advance(self, stamp: journals.Stamp) -> None:
-        """Store this writer's new stamp; its own changes need no re-sync of its vector view."""
+        """Store this writer's new stamp; its own changes need no re-sync of its vector view.
+
+        Its own reads of the old version are dropped (its next search may not refresh first).
+        """
         self._stamp = self.journal.put_stamp(stamp)
         self._synced_seq = self._stamp.seq
+        self._observe(self._stamp)
 
     def _rollback_unfinished(self) -> list[str]:
         pending = [d for d, m in self.journal.all_manifests().items() if m["status"] != "complete"]
@@ -981,6 +988,8 @@ class GatedParentIndex:
         """Tell the read caches which version of the index was just seen."""
         self._headers.observe(stamp)
         self._opened.observe(stamp)
+        if self.sparse is not None:
+            self.sparse.observe(stamp)
 
     def _has_vectors(self) -> bool:
         """Whether a write has stored vectors (until then, readers leave Chroma alone).

@@ -484,6 +484,8 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         if isinstance(step, _Begin):
             embed = self.index.embeddings.embed_query
             calls.insert(0, (lambda: embed(step.query)) if step.embed else _nothing)
+            if step.where is None:  # no documents to read beside the embedding
+                return (calls[0](), None)
         elif not isinstance(step, _Search):
             return calls[0]()
         futures = [_SEARCHES.submit(call) for call in calls[1:]]

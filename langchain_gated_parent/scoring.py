@@ -217,32 +217,25 @@ def dedupe(  # noqa: PLR0913 (parallel arrays of one candidate list, plus two kn
     """
     seen_spans: set[tuple[str, int, int]] = set()
     seen_texts: set[str] = set()
-    threshold = near_duplicate if vectors is not None else None
-    cosines = None
-    if vectors is not None and threshold is not None and ranked_rows:
+    near = None
+    if vectors is not None and near_duplicate is not None and ranked_rows:
         # Every pair of candidates at once. einsum, not `@`: for a few dozen rows a threaded
         # BLAS call costs more to start than the arithmetic (24 ms against 2 ms, measured).
         candidates = vectors[list(ranked_rows)]
-        cosines = np.einsum("id,jd->ij", candidates, candidates)
+        near = np.einsum("id,jd->ij", candidates, candidates) > near_duplicate
+    blocked = np.zeros(len(ranked_rows), dtype=bool)  # positions near a kept child's vector
     kept: list[int] = []
-    kept_positions: list[int] = []
     for position, row in enumerate(ranked_rows):
         if limit is not None and len(kept) >= limit:
             break
         text_key = normalize_text(texts[row])
-        if spans[row] in seen_spans or text_key in seen_texts:
-            continue
-        if (
-            cosines is not None
-            and threshold is not None
-            and kept_positions
-            and float(cosines[position, kept_positions].max()) > threshold
-        ):
+        if blocked[position] or spans[row] in seen_spans or text_key in seen_texts:
             continue
         seen_spans.add(spans[row])
         seen_texts.add(text_key)
         kept.append(row)
-        kept_positions.append(position)
+        if near is not None:
+            blocked |= near[position]
     return kept
 
 

@@ -7,7 +7,8 @@ writes under the same writer lock (a crash leaves a pending manifest, and rollin
 deletes these rows too), and is never rebuilt when a process opens the index:
 
 * SQLite (a folder index): an FTS5 table ranked by its ``bm25()`` (which returns *negative*
-  scores, lower is better: they are negated here).
+  scores, lower is better: they are negated here). A search across the whole collection
+  computes that ranking from postings kept in memory (:mod:`~.postings`).
 * PostgreSQL (the SQL docstore): a ``tsvector`` column with a GIN index, ranked by
   ``ts_rank`` with length normalisation.
 
@@ -24,12 +25,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_gated_parent.lexical import tokenize
+from langchain_gated_parent.stores.postings import FTS5_TOKENIZER, CachedPostings
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from langchain_core.documents import Document
     from langchain_core.stores import BaseStore
+
+    from langchain_gated_parent.stores.journal import Stamp
 
 __all__ = ["SparseIndex", "SparseRow", "open_sparse", "query_terms"]
 
@@ -69,6 +73,10 @@ class SparseIndex(Protocol):
         """How many parents are indexed."""
         ...
 
+    def observe(self, stamp: Stamp) -> None:
+        """The index's version a reader just saw (what was kept of another one is dropped)."""
+        ...
+
     def rows(self) -> list[tuple[str, str, str]]:
         """Every ``(parent_id, doc_id, indexed text)``, by parent id (to check consistency)."""
         ...
@@ -88,10 +96,12 @@ class SqliteSparseIndex:
     """FTS5 over parents, in the folder index's SQLite file.
 
     Two tables: ``<name>_ids`` maps parent ids to integer row ids (a primary key, so deletes
-    are lookups), and the FTS5 table holds the text under that row id.
+    are lookups), and the FTS5 table holds the text under that row id. A third, an
+    ``fts5vocab`` view of the FTS5 table (no data of its own), lists each term's rows, for the
+    postings kept in memory (``cached_terms`` terms; 0: every search asks FTS5).
     """
 
-    def __init__(self, engine: Any, namespace: str) -> None:
+    def __init__(self, engine: Any, namespace: str, *, cached_terms: int = 0) -> None:
         """Create the tables if missing."""
         from sqlalchemy import text  # noqa: PLC0415
 
@@ -99,6 +109,10 @@ class SqliteSparseIndex:
         suffix = _table_suffix(namespace)
         self._ids = f"sparse_ids_{suffix}"
         self._fts = f"sparse_fts_{suffix}"
+        vocab = f"sparse_terms_{suffix}"
+        self._postings = CachedPostings(
+            engine, fts=self._fts, ids=self._ids, vocab=vocab, capacity=cached_terms
+        )
         with engine.begin() as conn:
             conn.execute(
                 text(
@@ -109,7 +123,13 @@ class SqliteSparseIndex:
             conn.execute(
                 text(
                     f"CREATE VIRTUAL TABLE IF NOT EXISTS {self._fts} USING fts5"
-                    "(body, tokenize = 'porter unicode61')"
+                    f"(body, tokenize = '{FTS5_TOKENIZER}')"
+                )
+            )
+            conn.execute(
+                text(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} "
+                    f"USING fts5vocab({self._fts}, 'instance')"
                 )
             )
 
@@ -161,12 +181,15 @@ class SqliteSparseIndex:
     ) -> list[tuple[str, float]]:
         """FTS5 ``bm25()`` over any of the question's terms (negated: higher is better).
 
-        Sent as driver SQL (no statement compiled per query): the gate runs this on every
-        query, and compiling cost about a quarter of the search.
+        Across the collection it is computed from the postings kept in memory; with a filter
+        (a few documents' rows), or while a write is under way, FTS5 ranks. Sent as driver SQL (no statement compiled per
+        query): the gate runs this on every query, and compiling cost a quarter of it.
         """
         terms = query_terms(query)
         if not terms or n < 1:
             return []
+        if doc_ids is None and self._postings.ready:
+            return self._postings.search(terms, n)
         match = " OR ".join(f'"{t}"' for t in terms)
         fts, ids = self._fts, self._ids
         if doc_ids is None:
@@ -194,6 +217,10 @@ class SqliteSparseIndex:
 
         with self._engine.connect() as conn:
             return int(conn.execute(text(f"SELECT count(*) FROM {self._ids}")).scalar_one())  # noqa: S608
+
+    def observe(self, stamp: Stamp) -> None:
+        """Drop the postings kept of another version."""
+        self._postings.observe(stamp)
 
     def rows(self) -> list[tuple[str, str, str]]:
         """Every row with its text, by parent id."""
@@ -300,6 +327,9 @@ class PostgresSparseIndex:
         with self._engine.connect() as conn:
             return int(conn.execute(text(f"SELECT count(*) FROM {self._table}")).scalar_one())  # noqa: S608
 
+    def observe(self, stamp: Stamp) -> None:
+        """Nothing is kept between searches: PostgreSQL ranks each one."""
+
     def rows(self) -> list[tuple[str, str, str]]:
         """Every row with its ``tsvector`` as text, by parent id."""
         from sqlalchemy import text  # noqa: PLC0415
@@ -309,11 +339,14 @@ class PostgresSparseIndex:
             return [(str(p), str(d), str(b)) for p, d, b in conn.execute(sql)]
 
 
-def open_sparse(docstore: BaseStore[str, Document], index_name: str) -> SparseIndex | None:
+def open_sparse(
+    docstore: BaseStore[str, Document], index_name: str, *, cached_terms: int = 0
+) -> SparseIndex | None:
     """The sparse index in the docstore's database, or ``None`` if it has none.
 
     A SQL docstore (SQLite file or PostgreSQL) holds it; any other docstore (in memory, a
     custom store) has no database to put it in, and the gate then runs without it.
+    ``cached_terms``: how many terms' postings a SQLite index keeps in memory.
     """
     from langchain_gated_parent.stores.journal import sql_store_of  # noqa: PLC0415
 
@@ -325,5 +358,5 @@ def open_sparse(docstore: BaseStore[str, Document], index_name: str) -> SparseIn
     if dialect == "postgresql":
         return PostgresSparseIndex(sql.engine, namespace)
     if dialect == "sqlite" and sql.engine.url.database not in (None, "", ":memory:"):
-        return SqliteSparseIndex(sql.engine, namespace)
+        return SqliteSparseIndex(sql.engine, namespace, cached_terms=cached_terms)
     return None

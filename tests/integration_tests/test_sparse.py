@@ -105,6 +105,24 @@ def test_add_update_delete_keep_the_sparse_index_in_step(spec: StoreSpec) -> Non
     assert index.verify().ok
 
 
+def test_a_reader_finds_what_another_writer_moved_not_what_it_kept(spec: StoreSpec) -> None:
+    """The reader's term search keeps postings between queries; a write elsewhere drops them."""
+    writer = spec.open(fake_embeddings())
+    writer.add_documents([_document("a", rare_in="Methods"), _document("b", rare_in="None")])
+    reader = spec.open(fake_embeddings())
+    retriever = reader.as_retriever(k=3)
+    question = f"the {RARE} response"
+    (first,) = _parents_with(reader, RARE)
+    for _ in range(2):  # the second query is answered from the postings kept
+        assert first in {p.id for p in retriever.explain(question).parents}
+    writer.add_documents([_document("a", rare_in="Results")])
+    (moved,) = _parents_with(reader, RARE)
+    opened = {p.id: p.metadata["gate_sources"] for p in retriever.explain(question).parents}
+    assert moved != first
+    assert "sparse" in opened[moved]
+    assert reader.search_sparse(RARE, 5)[0][0] == moved
+
+
 def test_a_new_process_searches_without_rebuilding(spec: StoreSpec) -> None:
     index = spec.open(fake_embeddings())
     index.add_documents(

@@ -1,0 +1,106 @@
+"""The in-memory postings rank as FTS5's ``bm25()`` does, and never outlive their version.
+
+A real SQLite file and a real FTS5 table; the two rankings compared are FTS5's own (a sparse
+index keeping no terms) and the cached one, over the same rows.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+import pytest
+from sqlalchemy import create_engine
+
+from langchain_gated_parent.stores.journal import Stamp
+from langchain_gated_parent.stores.sparse import SparseRow, SqliteSparseIndex
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+    from sqlalchemy import Engine
+
+WORDS = [
+    *("model", "models", "modelling", "language", "languages", "dataset", "datasets", "train"),
+    *("training", "trained", "accuracy", "baseline", "baselines", "annotator", "annotators"),
+    *("corpus", "corpora", "2019", "f1", "bleu", "transformer", "attention", "embedding"),
+    *("embeddings", "running", "runs", "evaluation", "evaluate"),
+]
+"""Words with plurals and inflections, so FTS5's stemming matters."""
+
+
+def _rows(count: int, seed: int = 7) -> list[SparseRow]:
+    rng = random.Random(seed)  # noqa: S311 (test texts, not secrets)
+    rows = []
+    for n in range(count):
+        length = rng.randint(3, 60)
+        text = " ".join(rng.choice(WORDS) for _ in range(length))
+        rows.append(SparseRow(f"P-d{n % 17}:s{n}", f"d{n % 17}", text))
+    return rows
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    made = create_engine(f"sqlite:///{tmp_path / 'sparse.sqlite'}")
+    yield made
+    made.dispose()
+
+
+def _pair(engine: Engine) -> tuple[SqliteSparseIndex, SqliteSparseIndex]:
+    """Two views of one table: one ranks from cached postings, one asks FTS5 every time."""
+    cached = SqliteSparseIndex(engine, "ns", cached_terms=64)
+    cached.observe(Stamp(seq=1))
+    return cached, SqliteSparseIndex(engine, "ns", cached_terms=0)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "models",
+        "language model accuracy",
+        "Which datasets did the annotators train on in 2019?",
+        "transformer attention embeddings bleu f1 running evaluation",
+        "unseen words only",
+    ],
+)
+def test_cached_postings_rank_as_fts5_bm25(engine: Engine, query: str) -> None:
+    cached, fts5 = _pair(engine)
+    fts5.upsert(_rows(300))
+    fts5.delete([f"P-d3:s{n}" for n in range(3, 300, 17)])  # deleted rows leave gaps in row ids
+    for n in (5, 40, 400):
+        expected = fts5.search(query, n)
+        got = cached.search(query, n)
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+        # Rows of equal score may come in either order, and the last score may be cut anywhere.
+        last = expected[-1][1] if expected else 0.0
+        above = {p: pytest.approx(s, rel=1e-9) for p, s in expected if s > last * (1 + 1e-9)}
+        assert {p: s for p, s in got if p in above} == above
+        assert len(above) == sum(s > last * (1 + 1e-9) for _, s in got)
+        assert cached.search(query, n) == got  # warm: from memory, same answer
+
+
+def test_a_new_version_drops_the_postings_kept(engine: Engine) -> None:
+    cached, fts5 = _pair(engine)
+    fts5.upsert(_rows(50))
+    assert cached.search("zyzzogeton", 5) == []  # an empty posting list, now kept
+    fts5.upsert([SparseRow("P-new:s0", "new", "the zyzzogeton response")])
+    cached.observe(Stamp(seq=2))
+    assert [p for p, _ in cached.search("zyzzogeton", 5)] == ["P-new:s0"]
+    cached.observe(Stamp(seq=3, writing=True))  # a write under way: FTS5 ranks what it holds
+    fts5.delete(["P-new:s0"])
+    assert cached.search("zyzzogeton", 5) == []
+
+
+def test_postings_newer_than_the_rows_read_are_ranked_without_their_new_rows(
+    engine: Engine,
+) -> None:
+    """A write between two reads of one version: the rows entry predates a term's postings."""
+    cached, fts5 = _pair(engine)
+    fts5.upsert(_rows(20))
+    cached.search("model", 5)  # keeps the rows entry of 20 rows
+    fts5.upsert([SparseRow(f"P-x:s{n}", "x", "bleu " * 3) for n in range(200)])
+    found = cached.search("bleu", 500)
+    assert found
+    assert {p for p, _ in found} <= {r.parent_id for r in _rows(20)}
+    assert all(score > 0 for _, score in found)
