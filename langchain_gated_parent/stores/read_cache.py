@@ -66,6 +66,11 @@ class ReadCache(Generic[_V]):
                     found[key] = value
         return found
 
+    def values(self) -> list[_V]:
+        """The entries held, oldest use first (to measure them)."""
+        with self._lock:
+            return list(self._entries.values())
+
     def put(self, values: Mapping[str, _V], version: int | None) -> None:
         """Keep values read at ``version`` (the version seen before the read), if still current.
 

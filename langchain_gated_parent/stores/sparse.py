@@ -182,8 +182,9 @@ class SqliteSparseIndex:
         """FTS5 ``bm25()`` over any of the question's terms (negated: higher is better).
 
         Across the collection it is computed from the postings kept in memory; with a filter
-        (a few documents' rows), or while a write is under way, FTS5 ranks. Sent as driver SQL (no statement compiled per
-        query): the gate runs this on every query, and compiling cost a quarter of it.
+        (a few documents' rows), or while a write is under way, FTS5 ranks. Sent as driver SQL
+        (no statement compiled per query): the gate runs this on every query, and compiling
+        cost a quarter of it.
         """
         terms = query_terms(query)
         if not terms or n < 1:

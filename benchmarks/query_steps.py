@@ -1,0 +1,91 @@
+"""Where a gated query's time goes, across the collection: its reads timed one by one.
+
+Builds the gated index over the papers (embeddings from the benchmark's disk cache), asks every
+question once through ``invoke`` (the query embedded live) with the index's reads timed, and
+prints each read's median and mean beside the whole query's and the embedding's alone. Then,
+on the same questions asked again with their vectors given, ``invoke`` against the retriever's
+own ``_get_relevant_documents``, in alternating order (what LangChain's run tracking costs).
+
+Usage:
+    .. code-block:: bash
+
+        python -m benchmarks.query_steps --data ../shared/data/qasper/dev.jsonl
+        python -m benchmarks.query_steps --data ../shared/data/qasper/train.jsonl \\
+            --data ../shared/data/qasper/dev.jsonl
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from typing import Any
+
+from benchmarks.corpus_index import built, parse_args
+
+READS = ("check_filter", "search_children", "search_sparse", "sections", "children_of")
+"""The index's methods a query across the collection calls (its ``SearchStore`` reads)."""
+K = 60
+
+
+def _timed(index: Any, timings: dict[str, list[float]]) -> None:
+    """Wrap the index's reads so each call's time lands in ``timings``."""
+    for name in READS:
+        read = getattr(index, name)
+
+        def timed(*args: Any, _read: Any = read, _name: str = name, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return _read(*args, **kwargs)
+            finally:
+                timings[_name].append(1000 * (time.perf_counter() - started))
+
+        setattr(index, name, timed)
+
+
+def _line(name: str, values: list[float]) -> str:
+    p50, mean = statistics.median(values), statistics.mean(values)
+    return f"{name:26s} p50 {p50:6.2f} ms  mean {mean:6.2f} ms"
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+
+    from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
+    from langchain_gated_parent.index import GatedParentIndex  # noqa: PLC0415
+
+    embeddings = MiniLMEmbeddings()
+    with built(args, embeddings) as corpus:
+        folder, papers, questions = corpus.folder, corpus.papers, corpus.questions
+        index = GatedParentIndex(embeddings, directory=folder)
+        retriever = index.as_retriever(k=K)
+        timings: dict[str, list[float]] = defaultdict(list)
+        _timed(index, timings)
+        for question in questions:
+            started = time.perf_counter()
+            retriever.invoke(question)
+            timings["query (invoke)"].append(1000 * (time.perf_counter() - started))
+        for question in questions:
+            started = time.perf_counter()
+            embeddings.embed_query(question)
+            timings["embedding alone"].append(1000 * (time.perf_counter() - started))
+        vectors = [embeddings.embed_query(q) for q in questions]
+        calls = {
+            "warm, vector given: invoke": retriever.invoke,
+            "... _get_relevant_documents": lambda q, **kw: retriever._get_relevant_documents(  # noqa: SLF001
+                q, run_manager=None, **kw
+            ),
+        }
+        for n, (question, vector) in enumerate(zip(questions, vectors, strict=True)):
+            # Alternate which goes first: a query repeated at once finds the CPU caches warm.
+            for name in list(calls)[:: 1 if n % 2 else -1]:
+                started = time.perf_counter()
+                calls[name](question, query_vector=vector)
+                timings[name].append(1000 * (time.perf_counter() - started))
+    print(f"{len(papers)} papers, {len(questions)} questions asked once each, k={K}")
+    for name, values in timings.items():
+        print(_line(name, values))
+
+
+if __name__ == "__main__":
+    main()
