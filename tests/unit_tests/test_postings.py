@@ -78,6 +78,8 @@ def test_cached_postings_rank_as_fts5_bm25(engine: Engine, query: str) -> None:
         assert {p: s for p, s in got if p in above} == above
         assert len(above) == sum(s > last * (1 + 1e-9) for _, s in got)
         assert cached.search(query, n) == got  # warm: from memory, same answer
+    terms, _ = cached._postings.kept()  # the postings ranked, not FTS5
+    assert terms > 0
 
 
 def test_a_new_version_drops_the_postings_kept(engine: Engine) -> None:
