@@ -152,7 +152,9 @@ class CachedPostings:
                 rows = self._read_rows(conn)
                 self._rows.put({ROWS_KEY: rows}, version)
             postings = self._terms.get(terms)
-            missing = {t: self._read_postings(conn, t) for t in terms if t not in postings}
+            missing = {
+                t: self._read_postings(conn, t) for t in dict.fromkeys(terms) if t not in postings
+            }
         self._terms.put(missing, version)
         postings |= missing
         scores = np.zeros(len(rows.live))

@@ -61,6 +61,7 @@ def _pair(engine: Engine) -> tuple[SqliteSparseIndex, SqliteSparseIndex]:
         "language model accuracy",
         "Which datasets did the annotators train on in 2019?",
         "transformer attention embeddings bleu f1 running evaluation",
+        "models modelling model: one stem, three phrases",
         "unseen words only",
     ],
 )
