@@ -21,6 +21,7 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.scoring import unit
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -131,9 +132,7 @@ def normalized(
     """Embeddings as an L2-normalized ``(count, dimension)`` matrix (``(0, 0)`` when empty)."""
     if not count:
         return np.empty((0, 0), np.float32)
-    matrix = np.asarray(rows, dtype=np.float32).reshape(count, -1)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+    return unit(np.asarray(rows, dtype=np.float32).reshape(count, -1))
 
 
 def refuse_non_documents(documents: object) -> None:

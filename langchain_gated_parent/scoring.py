@@ -38,15 +38,15 @@ def similarity_from_distance(cosine_distance: ArrayLike) -> NDArray[np.float64]:
     return similarity(1.0 - np.asarray(cosine_distance, dtype=np.float64))
 
 
-def unit(vector: ArrayLike) -> NDArray[np.float32]:
-    """``vector`` scaled to length 1 (a zero vector stays zero).
+def unit(vectors: ArrayLike) -> NDArray[np.float32]:
+    """A vector (or each row of a matrix) scaled to length 1; a zero vector stays zero.
 
-    Stored vectors are L2-normalized, so a dot product with a unit query is its cosine, on the
-    scale of Chroma's cosine distances, whether or not the embedding model normalizes.
+    Stored vectors and the query are both scaled to length 1, so a dot product is a cosine, on
+    the scale of Chroma's cosine distances, whether or not the embedding model normalizes.
     """
-    array = np.asarray(vector, dtype=np.float32)
-    norm = float(np.linalg.norm(array))
-    return array / norm if norm > 0 else array
+    array = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(array, axis=-1, keepdims=True)
+    return (array / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
 def nearest(
