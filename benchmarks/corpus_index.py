@@ -24,25 +24,41 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CorpusIndex:
-    """The built index's folder, the papers and the questions to ask (the last file's)."""
+    """The built index's folder, the papers, the questions to ask (the last file's) and the
+    query embeddings (the bundled model, live)."""
 
     folder: Path
     papers: list[Any]
     questions: list[str]
+    embeddings: Any
+
+    def open(self, **options: Any) -> Any:
+        """A ``GatedParentIndex`` on the folder (``options``: e.g. ``cached_sections=0``)."""
+        from langchain_gated_parent.index import GatedParentIndex  # noqa: PLC0415
+
+        return GatedParentIndex(self.embeddings, directory=self.folder, **options)
 
 
-def parse_args(description: str) -> argparse.Namespace:
-    """``--data`` (repeatable), ``--limit-papers`` and ``--cache-dir``, as the latency run takes."""
+def corpus_parser(description: str) -> argparse.ArgumentParser:
+    """``--data`` (repeatable), ``--limit-papers`` and ``--cache-dir``; callers may add more."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--data", action="append", required=True, help="QASPER jsonl (repeatable)")
+    parser.add_argument(
+        "--data",
+        action="append",
+        required=True,
+        help="QASPER jsonl; give it twice to index both files and ask the last one's questions",
+    )
     parser.add_argument("--limit-papers", type=int, default=None)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
-    return parser.parse_args()
+    return parser
 
 
 @contextmanager
-def built(args: argparse.Namespace, embeddings: Any) -> Iterator[CorpusIndex]:
+def built(args: argparse.Namespace) -> Iterator[CorpusIndex]:
     """Build the gated index over the papers (embeddings from the disk cache); removed after."""
+    from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
+
+    embeddings = MiniLMEmbeddings()
     papers = load_corpus(args.data, args.limit_papers)
     with tempfile.TemporaryDirectory() as tmp:
         peer = PEERS["gated"]()
@@ -52,4 +68,5 @@ def built(args: argparse.Namespace, embeddings: Any) -> Iterator[CorpusIndex]:
         )
         peer.close()
         folder = next(Path(tmp).rglob("docstore.sqlite")).parent
-        yield CorpusIndex(folder, papers, [q.question for p in papers for q in p.questions])
+        questions = [q.question for p in papers for q in p.questions]
+        yield CorpusIndex(folder, papers, questions, embeddings)

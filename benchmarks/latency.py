@@ -18,32 +18,24 @@ gated-dense-gate (the gate before the hybrid one); ``--retrievers`` picks others
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.corpus_index import corpus_parser
 from benchmarks.embedding_cache import CachedEmbeddings
 from benchmarks.metrics import percentile
 from benchmarks.peers import PEERS, Peer
-from benchmarks.qasper import DEFAULT_CACHE_DIR, load_corpus
+from benchmarks.qasper import load_corpus
 
 WARMUP = 5
 RETRIEVERS = ("flat-para", "flat-hybrid", "gated", "gated-dense-gate")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data",
-        action="append",
-        required=True,
-        help="QASPER jsonl; give it twice to index both files and ask the last one's questions",
-    )
+    parser = corpus_parser(__doc__.splitlines()[0])
     parser.add_argument("--setting", choices=("paper", "corpus"), default="paper")
-    parser.add_argument("--limit-papers", type=int, default=None)
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument(
         "--retrievers",
         default=",".join(RETRIEVERS),

@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from benchmarks.corpus_index import built, parse_args
+from benchmarks.corpus_index import built, corpus_parser
 
 READS = ("check_filter", "search_children", "search_sparse", "sections", "children_of")
 """The index's methods a query across the collection calls (its ``SearchStore`` reads)."""
@@ -49,15 +49,10 @@ def _line(name: str, values: list[float]) -> str:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-
-    from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
-    from langchain_gated_parent.index import GatedParentIndex  # noqa: PLC0415
-
-    embeddings = MiniLMEmbeddings()
-    with built(args, embeddings) as corpus:
-        folder, papers, questions = corpus.folder, corpus.papers, corpus.questions
-        index = GatedParentIndex(embeddings, directory=folder)
+    args = corpus_parser(__doc__.splitlines()[0]).parse_args()
+    with built(args) as corpus:
+        papers, questions, embeddings = corpus.papers, corpus.questions, corpus.embeddings
+        index = corpus.open()
         retriever = index.as_retriever(k=K)
         timings: dict[str, list[float]] = defaultdict(list)
         _timed(index, timings)

@@ -19,23 +19,18 @@ from __future__ import annotations
 import statistics
 import time
 
-from benchmarks.corpus_index import built, parse_args
+from benchmarks.corpus_index import built, corpus_parser
 
 N = 20
 """Parents asked of each search, as the gate asks at k=60."""
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-
-    from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
-    from langchain_gated_parent.index import GatedParentIndex  # noqa: PLC0415
-
-    embeddings = MiniLMEmbeddings()
-    with built(args, embeddings) as corpus:
-        folder, papers, questions = corpus.folder, corpus.papers, corpus.questions
-        kept = GatedParentIndex(embeddings, directory=folder)
-        fts5 = GatedParentIndex(embeddings, directory=folder, cached_sections=0)
+    args = corpus_parser(__doc__.splitlines()[0]).parse_args()
+    with built(args) as corpus:
+        papers, questions = corpus.papers, corpus.questions
+        kept = corpus.open()
+        fts5 = corpus.open(cached_sections=0)
         kept.check_filter(None)  # the version the postings are kept for
         timings: dict[str, list[float]] = {"fts5": [], "kept, first pass": [], "kept, warm": []}
         agree = tied = 0
