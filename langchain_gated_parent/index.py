@@ -26,6 +26,7 @@ import logging
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import copy_context
@@ -93,7 +94,7 @@ from langchain_gated_parent.stores.docstore import (
 )
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
 from langchain_gated_parent.stores.read_cache import ReadCache
-from langchain_gated_parent.stores.sections import section_of
+from langchain_gated_parent.stores.sections import child_texts, section_of
 from langchain_gated_parent.stores.sparse import SparseRow, open_sparse
 from langchain_gated_parent.structure import warn_flat_structure
 
@@ -971,17 +972,17 @@ class GatedParentIndex:
             record = records.get(pid)
             if parent is None or record is None:
                 continue
-            offset = int(parent.metadata[keys.START_INDEX])
             shared = document_metadata(parent.metadata)
-            ids: list[str] = []
-            texts: list[str] = []
-            metadatas: list[dict[str, Any]] = []
-            for own in record.children:
-                start, end = int(own[keys.START_INDEX]), int(own[keys.END_INDEX])
-                ids.append(str(own[keys.CHUNK_ID]))
-                texts.append(parent.page_content[start - offset : end - offset])
-                metadatas.append({**shared, **own})
-            opened[pid] = ChildRows(ids, texts, metadatas, record.child_vectors, {pid: parent})
+            texts = child_texts(parent, record.children)
+            terms = record.child_terms
+            opened[pid] = ChildRows(
+                [str(own[keys.CHUNK_ID]) for own in record.children],
+                texts,
+                [{**shared, **own} for own in record.children],
+                record.child_vectors,
+                {pid: parent},
+                [Counter(t.split()) for t in terms] if terms is not None else None,
+            )
         return opened
 
     def _observe(self, stamp: journals.Stamp) -> None:
@@ -1142,6 +1143,7 @@ def _joined(opened: Sequence[ChildRows]) -> ChildRows:
         [m for rows in opened for m in rows.metadatas],
         np.vstack([rows.vectors for rows in opened]) if opened else np.empty((0, 0), np.float32),
         {p: d for rows in opened for p, d in rows.parents.items()},
+        [c for rows in opened for c in rows.term_counts],
     )
 
 
@@ -1158,12 +1160,14 @@ def check_cached_sections(cached_sections: object) -> None:
 def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:
     """The rows (and parents) of the given documents only."""
     keep = [n for n, meta in enumerate(rows.metadatas) if meta.get(keys.DOC_ID) in doc_ids]
+    counts = rows.term_counts
     return ChildRows(
         [rows.ids[n] for n in keep],
         [rows.texts[n] for n in keep],
         [rows.metadatas[n] for n in keep],
         rows.vectors[keep],
         {p: d for p, d in rows.parents.items() if d.metadata.get(keys.DOC_ID) in doc_ids},
+        [counts[n] for n in keep],
     )
 
 

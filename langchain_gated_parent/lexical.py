@@ -4,7 +4,8 @@ Dense and lexical retrieval fail on different questions (an exact figure, a data
 acronym is a word match before it is a meaning). The gate leaves only a few dozen candidate
 children, so BM25 can be computed exactly over them at query time: no inverted index to build,
 store or keep consistent. Statistics (document frequencies, average length) come from the
-candidates themselves.
+candidates themselves. A child's terms are counted when it is written and kept in its section
+record (:func:`child_terms`), so a query does not tokenize the children it opens.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import functools
 import math
 import re
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from langchain_gated_parent import keys
+
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from numpy.typing import NDArray
 
@@ -76,15 +79,22 @@ _STOPWORDS = frozenset(
 )
 _MIN_STEM = 4
 """Words shorter than this keep a final ``s`` ("gas", "bus")."""
+TERMS_RULE = 1
+"""Names the rules of :func:`tokenize`: terms kept under other rules are counted afresh."""
 
 
 @functools.lru_cache(maxsize=16384)
 def term_counts(text: str) -> Counter[str]:
     """The terms of ``text`` with their counts (read-only: the result is cached).
 
-    The same children recur across queries, so their terms are counted once per process.
+    The same heading titles recur across queries, so their terms are counted once per process.
     """
     return Counter(tokenize(text))
+
+
+def child_terms(own: Mapping[str, Any], text: str) -> list[str]:
+    """What BM25 reads of a child (its own metadata and text): its heading path, then its text."""
+    return tokenize(" ".join([*(own.get(keys.SECTION_PATH) or []), text]))
 
 
 def tokenize(text: str) -> list[str]:
@@ -105,7 +115,13 @@ def bm25(
     Scaling by the maximum puts the lexical signal on the [0, 1] scale of the dense scores, so
     the two can be blended with one weight. All zeros when no query word occurs.
     """
-    docs = [term_counts(t) for t in texts]
+    return bm25_of_counts(query, [term_counts(t) for t in texts], k1=k1, b=b)
+
+
+def bm25_of_counts(
+    query: str, docs: Sequence[Mapping[str, int]], *, k1: float = 1.2, b: float = 0.75
+) -> NDArray[np.float64]:
+    """:func:`bm25` of candidates whose terms are already counted (:func:`child_terms`)."""
     terms = set(tokenize(query))
     if not docs or not terms:
         return np.zeros(len(docs))

@@ -7,11 +7,13 @@ read here, once, into the typed fields the scoring needs.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.lexical import child_terms
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,6 +41,9 @@ class Section:
     (empty, with ``child_vectors``, when a read of the gate's candidates skipped them)."""
     child_vectors: NDArray[np.float32]
     """One row per child, L2-normalized."""
+    child_terms: list[str] | None = None
+    """Each child's BM25 terms, space-separated (:func:`~.lexical.child_terms`); ``None`` when
+    not read, or for a record kept before terms were (they are then counted from the text)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ class ChildRows:
     metadatas: list[dict[str, Any]]
     vectors: NDArray[np.float32]
     parents: dict[str, Document] = field(default_factory=dict)
+    terms: list[Counter[str]] | None = None
+    """Each child's BM25 terms with their counts; ``None``: counted from the texts when asked."""
 
     @cached_property
     def parent_ids(self) -> list[str]:
@@ -68,11 +75,13 @@ class ChildRows:
             for meta in self.metadatas
         ]
 
-    @property
-    def lexical_texts(self) -> list[str]:
-        """What BM25 reads for a child: its heading path, then its text."""
+    @cached_property
+    def term_counts(self) -> list[Counter[str]]:
+        """Each child's BM25 terms with their counts (:func:`~.lexical.child_terms`)."""
+        if self.terms is not None:
+            return self.terms
         return [
-            " ".join([*(meta.get(keys.SECTION_PATH) or []), text])
+            Counter(child_terms(meta, text))
             for meta, text in zip(self.metadatas, self.texts, strict=True)
         ]
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.lexical import TERMS_RULE, child_terms
 from langchain_gated_parent.records import Section
 from langchain_gated_parent.stores.keyvalue import fast_mget
 
@@ -33,31 +34,34 @@ if TYPE_CHECKING:
     from langchain_core.stores import BaseStore
     from numpy.typing import NDArray
 
-__all__ = ["SectionStore", "decode", "encode", "section_of"]
+__all__ = ["SectionStore", "child_texts", "decode", "encode", "section_of"]
 
 _LENGTHS = struct.Struct("<II")
 """A record starts with the byte lengths of its header and of its children's JSON."""
 
 
 def encode(section: Section) -> bytes:
-    """A record as bytes: a short JSON header, the children's JSON, then the vectors.
+    """A record as bytes: a short JSON header, the children's JSON, the vectors, their terms.
 
     The header (document, headings, child count) comes first and apart, so a read of many
-    candidates can skip the children (see :func:`decode`).
+    candidates can skip the children (see :func:`decode`). The children's terms come last, so
+    a record kept before they were ends where its vectors do.
     """
     children = json.dumps(section.children, ensure_ascii=False).encode()
-    header = json.dumps(
-        {
-            "parent_id": section.parent_id,
-            "doc_id": section.doc_id,
-            "headings": section.headings,
-            "child_count": section.child_count,
-            "dimension": int(section.vector.shape[0]),
-        },
-        ensure_ascii=False,
-    ).encode()
+    described: dict[str, Any] = {
+        "parent_id": section.parent_id,
+        "doc_id": section.doc_id,
+        "headings": section.headings,
+        "child_count": section.child_count,
+        "dimension": int(section.vector.shape[0]),
+    }
+    terms = b""
+    if section.child_terms is not None:
+        described["terms_rule"] = TERMS_RULE
+        terms = "\n".join(section.child_terms).encode()
+    header = json.dumps(described, ensure_ascii=False).encode()
     vectors = np.vstack([section.vector[None, :], section.child_vectors]).astype("<f4")
-    return _LENGTHS.pack(len(header), len(children)) + header + children + vectors.tobytes()
+    return _LENGTHS.pack(len(header), len(children)) + header + children + vectors.tobytes() + terms
 
 
 def decode(raw: bytes, *, children: bool = True) -> Section:
@@ -66,19 +70,33 @@ def decode(raw: bytes, *, children: bool = True) -> Section:
     start = _LENGTHS.size + header_size
     header = json.loads(raw[_LENGTHS.size : start])
     dimension = header["dimension"]
+    count = header["child_count"]
     offset = start + children_size
-    rows = 1 + header["child_count"] if children else 1
+    rows = 1 + count if children else 1
     matrix = np.frombuffer(raw, dtype="<f4", count=rows * dimension, offset=offset)
     matrix = matrix.reshape(rows, dimension)
+    terms = None
+    if children and header.get("terms_rule") == TERMS_RULE:
+        terms = raw[offset + 4 * rows * dimension :].decode().split("\n") if count else []
     return Section(
         parent_id=header["parent_id"],
         doc_id=header["doc_id"],
         headings=header["headings"],
-        child_count=header["child_count"],
+        child_count=count,
         vector=matrix[0],
         children=json.loads(raw[start:offset]) if children else [],
         child_vectors=matrix[1:],
+        child_terms=terms,
     )
+
+
+def child_texts(parent: Document, children: Sequence[dict[str, Any]]) -> list[str]:
+    """Each child's text, cut from its parent's at the child's span (which lies inside it)."""
+    offset = int(parent.metadata[keys.START_INDEX])
+    return [
+        parent.page_content[int(own[keys.START_INDEX]) - offset : int(own[keys.END_INDEX]) - offset]
+        for own in children
+    ]
 
 
 def section_of(
@@ -99,6 +117,10 @@ def section_of(
         child_vectors=np.asarray(child_vectors, dtype=np.float32).reshape(
             len(children), len(vector)
         ),
+        child_terms=[
+            " ".join(child_terms(own, text))
+            for own, text in zip(children, child_texts(parent, children), strict=True)
+        ],
     )
 
 

@@ -138,6 +138,26 @@ def test_an_index_of_format_3_is_upgraded_in_place_by_recover(tmp_path: Path) ->
     assert [s for _, s in found] == pytest.approx([s for _, s in expected])
 
 
+def test_section_records_kept_before_childrens_terms_were_answer_as_before(
+    tmp_path: Path,
+) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(2))
+    query = "paragraph 2 of section 1 about knockdown counts"
+    expected = [(d.id, d.metadata["score"]) for d in index.as_retriever(k=8).invoke(query)]
+    ids = sorted(index.section_store.parent_ids())
+    kept = index.section_store.get(ids)
+    assert all(s.child_terms for s in kept.values())
+    # What the previous release wrote: the same record, without the children's terms.
+    index.section_store.put([replace(s, child_terms=None) for s in kept.values()])
+
+    old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    assert all(s.child_terms is None for s in old.section_store.get(ids).values())
+    found = [(d.id, d.metadata["score"]) for d in old.as_retriever(k=8).invoke(query)]
+    assert [i for i, _ in found] == [i for i, _ in expected]
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected])
+
+
 def test_an_index_of_format_2_is_refused_with_the_fix(tmp_path: Path) -> None:
     index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     index.add_documents(corpus(1))

@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
+import json
+import struct
+from collections import Counter
+
 import numpy as np
 import pytest
 from langchain_core.documents import Document
 from langchain_core.stores import InMemoryByteStore
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.lexical import child_terms
+from langchain_gated_parent.records import ChildRows
 from langchain_gated_parent.stores.sections import SectionStore, decode, encode, section_of
 
 DIMENSION = 4
+OFFSET = 100
+"""Where the parent starts in its document (children's spans are the document's)."""
+PARAGRAPHS = ("Cells grow", "Mice eats.", "The rats. ")
+"""Ten characters each: child ``n`` is the ``n``-th."""
 
 
 def parent(pid: str = "P-doc:s1") -> Document:
     return Document(
-        "Methods text.",
-        metadata={keys.PARENT_ID: pid, keys.DOC_ID: "doc", keys.HEADINGS: "Methods Cells"},
+        "".join(PARAGRAPHS),
+        metadata={
+            keys.PARENT_ID: pid,
+            keys.DOC_ID: "doc",
+            keys.HEADINGS: "Methods Cells",
+            keys.START_INDEX: OFFSET,
+        },
     )
 
 
@@ -24,9 +39,9 @@ def child(n: int) -> dict[str, object]:
     return {
         keys.CHUNK_ID: f"C-doc:s1-{n}",
         keys.PARENT_ID: "P-doc:s1",
-        keys.START_INDEX: 10 * n,
-        keys.END_INDEX: 10 * n + 9,
-        keys.SECTION_PATH: ["Méthodes", "Cells"],
+        keys.START_INDEX: OFFSET + 10 * n,
+        keys.END_INDEX: OFFSET + 10 * n + 10,
+        keys.SECTION_PATH: ["Méthodes", "Animals"],
     }
 
 
@@ -47,6 +62,50 @@ def test_a_record_decodes_to_what_was_encoded(children: int) -> None:
     assert np.array_equal(back.vector, record.vector)
     assert back.child_vectors.shape == (children, DIMENSION)
     assert np.array_equal(back.child_vectors, record.child_vectors)
+    assert back.child_terms == record.child_terms
+    assert back.child_terms is not None
+    assert len(back.child_terms) == children
+
+
+def test_a_record_keeps_each_childs_terms_from_its_heading_path_and_text() -> None:
+    record = section_of(parent(), unit_rows(1, 0)[0], [child(0), child(2)], unit_rows(2, 1))
+    back = decode(encode(record))
+    assert back.child_terms == ["m thode animal cell grow", "m thode animal rat"]
+    assert back.child_terms == [" ".join(child_terms(child(n), PARAGRAPHS[n])) for n in (0, 2)]
+
+
+def older_layout(record: bytes) -> bytes:
+    """The same record as written before children's terms were kept (no rule, no terms)."""
+    header_size, children_size = struct.unpack_from("<II", record)
+    header = json.loads(record[8 : 8 + header_size])
+    rows = 1 + header["child_count"]
+    del header["terms_rule"]
+    new_header = json.dumps(header).encode()
+    rest = record[8 + header_size : 8 + header_size + children_size + 4 * rows * DIMENSION]
+    return struct.pack("<II", len(new_header), children_size) + new_header + rest
+
+
+def test_a_record_kept_before_terms_were_is_read_and_its_children_counted_from_their_text() -> None:
+    record = section_of(parent(), unit_rows(1, 0)[0], [child(0), child(1)], unit_rows(2, 1))
+    back = decode(older_layout(encode(record)))
+    assert back.child_terms is None
+    assert back.children == record.children
+    assert np.array_equal(back.child_vectors, record.child_vectors)
+    rows = ChildRows(
+        ["C-doc:s1-0", "C-doc:s1-1"], list(PARAGRAPHS[:2]), back.children, back.child_vectors
+    )
+    assert record.child_terms is not None
+    assert rows.term_counts == [Counter(t.split()) for t in record.child_terms]
+
+
+def test_terms_kept_under_other_rules_are_not_read() -> None:
+    record = encode(section_of(parent(), unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1)))
+    header_size, children_size = struct.unpack_from("<II", record)
+    header = json.loads(record[8 : 8 + header_size])
+    header["terms_rule"] += 1
+    new_header = json.dumps(header).encode()
+    changed = struct.pack("<II", len(new_header), children_size) + new_header
+    assert decode(changed + record[8 + header_size :]).child_terms is None
 
 
 def test_a_header_read_skips_the_children_but_keeps_their_count() -> None:
