@@ -25,8 +25,6 @@ import json
 import logging
 import tempfile
 import threading
-import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import copy_context
@@ -51,7 +49,6 @@ from langchain_gated_parent.prepare import (
     Prepared,
     attach,
     content_hash,
-    document_metadata,
     heading_context,
     lay_out,
     normalized,
@@ -62,7 +59,6 @@ from langchain_gated_parent.prepare import (
     user_metadata,
     write_batches,
 )
-from langchain_gated_parent.records import ChildRows, Section
 from langchain_gated_parent.settings import (
     DEFAULT_PARENT_REPRESENTATION,
     SPLITTERS,
@@ -93,8 +89,13 @@ from langchain_gated_parent.stores.docstore import (
     sqlite_docstore,
 )
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
-from langchain_gated_parent.stores.read_cache import ReadCache
-from langchain_gated_parent.stores.sections import child_texts, section_of
+from langchain_gated_parent.stores.section_reads import (
+    DEFAULT_CACHED_SECTIONS,
+    EXACT_DOCUMENTS,
+    SectionReads,
+    check_cached_sections,
+)
+from langchain_gated_parent.stores.sections import section_of
 from langchain_gated_parent.stores.sparse import SparseRow, open_sparse
 from langchain_gated_parent.structure import warn_flat_structure
 
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
     from langchain_core.stores import BaseStore
     from numpy.typing import NDArray
 
+    from langchain_gated_parent.records import ChildRows, Section
     from langchain_gated_parent.retriever import GatedParentRetriever
     from langchain_gated_parent.splitters import ParentChildSplit
     from langchain_gated_parent.stores.journal import Journal, Placement
@@ -118,19 +120,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-
-QUIET_READ_ATTEMPTS = 4
-"""Reads of a gate's children that a write overlapped before only finished documents are kept."""
-EXACT_DOCUMENTS = 8
-"""A ``doc_id`` filter on at most this many documents is scored exactly (see
-:meth:`GatedParentIndex.document_sections`)."""
-
-DEFAULT_CACHED_SECTIONS = 2048
-"""Opened sections a process keeps decoded: at QASPER's section sizes about 22 KB each (the
-parent, its children's texts, metadata and vectors), 45 MB in all."""
-HEADERS_PER_SECTION = 4
-"""Candidates' headers kept per opened section (about 2.3 KB each, 19 MB in all by default): a
-query reads three candidates for each section it opens."""
 
 DEFAULT_NAME = "gated-parent"
 """The index's name when neither ``name`` nor a ``langchain_chroma.Chroma`` gives one."""
@@ -196,9 +185,8 @@ class GatedParentIndex:
             end before it raises ``WriterLockTimeoutError`` naming that writer (default 600).
         cached_sections: how many opened sections (with their children) this process keeps
             decoded between queries, for the index's current version only (default 2048;
-            ``HEADERS_PER_SECTION`` times as many candidates' headers, and as many query
-            terms' postings; 0 keeps none). See
-            :mod:`~langchain_gated_parent.stores.read_cache`.
+            ``HEADERS_PER_SECTION`` times as many candidates' headers, and as many query terms'
+            postings; 0 keeps none). See :mod:`~langchain_gated_parent.stores.section_reads`.
 
     Writers and readers in other processes: every write (``add_documents``, ``delete``,
     ``recover``) holds a writer lock for its whole duration (a lock file in the folder, or an
@@ -235,8 +223,7 @@ class GatedParentIndex:
         """Open (or create) an index; see the class docstring for the arguments."""
         check_parent_representation(parent_representation)
         check_cached_sections(cached_sections)
-        self._headers: ReadCache[Section] = ReadCache(HEADERS_PER_SECTION * cached_sections)
-        self._opened: ReadCache[ChildRows] = ReadCache(cached_sections)
+        self._cached_sections = cached_sections
         source = chroma_source(client) if client is not None else None
         self.directory = Path(directory) if directory is not None else None
         if embeddings is None and source is not None:
@@ -297,7 +284,14 @@ class GatedParentIndex:
         self.writer_lock = placement.lock
         self.section_store = placement.sections
         self.sparse: SparseIndex | None = open_sparse(
-            docstore, self.name, cached_terms=self._opened.capacity
+            docstore, self.name, cached_terms=self._cached_sections
+        )
+        self.reads = SectionReads(
+            self.journal,
+            self.section_store,
+            self._read_parents,
+            cached_sections=self._cached_sections,
+            observers=[self.sparse] if self.sparse is not None else [],
         )
         self._stamp = self.journal.stamp()
         self._config_version = self._stamp.config
@@ -873,29 +867,11 @@ class GatedParentIndex:
         and child searches apply a ``doc_id`` filter only, so any other filter is checked here,
         in the vector store): those failing it are left out.
         """
-        found = self._headers_of(parent_ids)
+        found = self.reads.headers(parent_ids)
         if where and unchecked and _doc_ids_of(where) is None:
             failing = set(unchecked) - self.vectors.allowed_parents(list(unchecked), where)
             found = {p: s for p, s in found.items() if p not in failing}
         return found
-
-    def _headers_of(self, parent_ids: Sequence[str]) -> dict[str, Section]:
-        """The candidates' record headers (no children), by parent id, in the order given.
-
-        Headers read since the index's version was last seen are kept (see
-        :mod:`~.stores.read_cache`): they only rank candidates, so a header read while a
-        write began is as good as one read a moment earlier.
-        """
-        ids = list(dict.fromkeys(parent_ids))
-        version = self._headers.version
-        cached = self._headers.get(ids)
-        read = self.section_store.get([p for p in ids if p not in cached], children=False)
-        self._headers.put({p: _detached(s) for p, s in read.items()}, version)
-        return {p: cached[p] if p in cached else read[p] for p in ids if p in cached or p in read}
-
-    def _sections_by_id(self, parent_ids: Sequence[str]) -> dict[str, Section]:
-        """Section records by parent id (ids without one left out)."""
-        return self.section_store.get(list(dict.fromkeys(parent_ids)))
 
     def document_sections(self, where: dict[str, Any] | None) -> dict[str, Section] | None:
         """Every section of the documents a ``doc_id`` filter names, or ``None``.
@@ -909,88 +885,19 @@ class GatedParentIndex:
         doc_ids = _doc_ids_of(where)
         if doc_ids is None or len(doc_ids) > EXACT_DOCUMENTS:
             return None
-        manifests = self.journal.manifests(doc_ids)
-        wanted = [
-            pid
-            for m in manifests.values()
-            if m.get("status") == "complete"
-            for pid in m.get("parents", [])
-        ]
-        return self._sections_by_id(wanted)
+        return self.reads.of_documents(doc_ids)
 
     def children_of(self, parent_ids: Sequence[str]) -> ChildRows:
-        """Every child of the given parents, with vectors, for exact scoring.
+        """Every child of the given parents, with vectors, texts and terms, for exact scoring.
 
-        One read of the parents' section records (each holds its children's vectors and spans)
-        and one of the parents themselves. A child's text is cut from its parent's (a child's
-        span lies inside its parent's) and the document's own metadata comes from the parent
-        too, so neither is stored once per child; a parent deleted since the search is dropped.
-
-        A write that overlaps the read could mix two versions of a document (a new parent's
-        text cut at an old child's offsets) or show part of one. The journal's stamp, read
-        before and after, tells: if a write overlapped, the read is retried, and after
-        ``QUIET_READ_ATTEMPTS`` overlapped reads only documents whose manifest was complete
-        and unchanged from before to after the read are kept. A read no write overlapped is
-        kept for the next queries (see :mod:`~.stores.read_cache`).
+        Read consistently with any write another process makes meanwhile, and kept for the
+        index's current version (see :meth:`.SectionReads.children_of`).
         """
-        ids = list(dict.fromkeys(parent_ids))
-        if not ids:
-            return ChildRows([], [], [], np.empty((0, 0), np.float32))
-        rows = ChildRows([], [], [], np.empty((0, 0), np.float32))
-        for attempt in range(1, QUIET_READ_ATTEMPTS):
-            before = self.journal.stamp()
-            self._observe(before)
-            cached = self._opened.get(ids) if before.quiet else {}
-            missing = [p for p in ids if p not in cached]
-            read = self._read_children(missing)
-            opened = cached | read
-            rows = _joined([opened[p] for p in ids if p in opened])
-            # All from the cache: read at this quiet version, so no write can have overlapped.
-            if before.quiet and (not missing or self.journal.stamp() == before):
-                self._opened.put(read, before.seq)
-                return rows
-            time.sleep(0.02 * attempt)
-        docs = sorted({str(p.metadata.get(keys.DOC_ID)) for p in rows.parents.values()})
-        before_read = self.journal.manifests(docs)
-        rows = _joined(list(self._read_children(ids).values()))
-        after_read = self.journal.manifests(docs)
-        keep = {
-            d
-            for d, m in before_read.items()
-            if m["status"] == "complete" and after_read.get(d) == m
-        }
-        return _only_documents(rows, keep)
-
-    def _read_children(self, parent_ids: list[str]) -> dict[str, ChildRows]:
-        """Each opened parent's children (and the parent), by parent id; absent ones left out."""
-        if not parent_ids:
-            return {}
-        records = self._sections_by_id(parent_ids)
-        found = zip(parent_ids, self.get_parents(parent_ids), strict=True)
-        opened: dict[str, ChildRows] = {}
-        for pid, parent in found:
-            record = records.get(pid)
-            if parent is None or record is None:
-                continue
-            shared = document_metadata(parent.metadata)
-            texts = child_texts(parent, record.children)
-            terms = record.child_terms
-            opened[pid] = ChildRows(
-                [str(own[keys.CHUNK_ID]) for own in record.children],
-                texts,
-                [{**shared, **own} for own in record.children],
-                record.child_vectors,
-                {pid: parent},
-                [Counter(t.split()) for t in terms] if terms is not None else None,
-            )
-        return opened
+        return self.reads.children_of(parent_ids)
 
     def _observe(self, stamp: journals.Stamp) -> None:
-        """Tell the read caches which version of the index was just seen."""
-        self._headers.observe(stamp)
-        self._opened.observe(stamp)
-        if self.sparse is not None:
-            self.sparse.observe(stamp)
+        """Tell what is kept of reads which version of the index was just seen."""
+        self.reads.observe(stamp)
 
     def _has_vectors(self) -> bool:
         """Whether a write has stored vectors (until then, readers leave Chroma alone).
@@ -1127,48 +1034,6 @@ def _prepare_directory(directory: Path) -> None:
             "choose a writable folder"
         )
         raise ValueError(msg) from error
-
-
-def _detached(header: Section) -> Section:
-    """A header that keeps its own vector, not the whole record it was read from alive."""
-    empty = np.empty((0, header.vector.shape[0]), np.float32)
-    return replace(header, vector=header.vector.copy(), child_vectors=empty)
-
-
-def _joined(opened: Sequence[ChildRows]) -> ChildRows:
-    """The children of several opened parents as one set of rows, in the order given."""
-    return ChildRows(
-        [i for rows in opened for i in rows.ids],
-        [t for rows in opened for t in rows.texts],
-        [m for rows in opened for m in rows.metadatas],
-        np.vstack([rows.vectors for rows in opened]) if opened else np.empty((0, 0), np.float32),
-        {p: d for rows in opened for p, d in rows.parents.items()},
-        [c for rows in opened for c in rows.term_counts],
-    )
-
-
-def check_cached_sections(cached_sections: object) -> None:
-    """Refuse a cache size that is not a whole number >= 0, naming the value and the fix."""
-    if type(cached_sections) is not int or cached_sections < 0:
-        msg = (
-            f"cached_sections must be an integer >= 0, got {cached_sections!r}; pass e.g. "
-            f"cached_sections={DEFAULT_CACHED_SECTIONS}, or 0 to keep no reads between queries"
-        )
-        raise ValueError(msg)
-
-
-def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:
-    """The rows (and parents) of the given documents only."""
-    keep = [n for n, meta in enumerate(rows.metadatas) if meta.get(keys.DOC_ID) in doc_ids]
-    counts = rows.term_counts
-    return ChildRows(
-        [rows.ids[n] for n in keep],
-        [rows.texts[n] for n in keep],
-        [rows.metadatas[n] for n in keep],
-        rows.vectors[keep],
-        {p: d for p, d in rows.parents.items() if d.metadata.get(keys.DOC_ID) in doc_ids},
-        [counts[n] for n in keep],
-    )
 
 
 def _refuse_volatile_docstore(client: ClientAPI) -> None:

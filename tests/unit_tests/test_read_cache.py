@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from langchain_gated_parent.index import check_cached_sections
 from langchain_gated_parent.stores.journal import Stamp
 from langchain_gated_parent.stores.read_cache import ReadCache
+from langchain_gated_parent.stores.section_reads import check_cached_sections
 
 
 def test_a_read_is_kept_for_the_version_seen_before_it() -> None:

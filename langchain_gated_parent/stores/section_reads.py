@@ -1,0 +1,222 @@
+"""What a query reads of an index's sections: its candidates' headers and its opened sections.
+
+Both are read by key from the section records (:mod:`~.sections`) and the docstore, kept
+decoded for the index's current version (:mod:`~.read_cache`), and read consistently: a write
+by another process can land between two reads of one query, and the journal's stamp, read
+before and after, tells when it did.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import replace
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from langchain_gated_parent import keys
+from langchain_gated_parent.prepare import document_metadata
+from langchain_gated_parent.records import ChildRows, Section
+from langchain_gated_parent.stores.read_cache import ReadCache
+from langchain_gated_parent.stores.sections import child_texts
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from langchain_core.documents import Document
+
+    from langchain_gated_parent.stores.journal import Journal, Stamp
+    from langchain_gated_parent.stores.sections import SectionStore
+
+__all__ = [
+    "DEFAULT_CACHED_SECTIONS",
+    "EXACT_DOCUMENTS",
+    "SectionReads",
+    "check_cached_sections",
+]
+
+QUIET_READ_ATTEMPTS = 4
+"""Reads of a gate's children that a write overlapped before only finished documents are kept."""
+EXACT_DOCUMENTS = 8
+"""A ``doc_id`` filter on at most this many documents is scored exactly (see
+:meth:`SectionReads.of_documents`)."""
+DEFAULT_CACHED_SECTIONS = 2048
+"""Opened sections a process keeps decoded: at QASPER's section sizes about 22 KB each (the
+parent, its children's texts, metadata and vectors), 45 MB in all."""
+HEADERS_PER_SECTION = 4
+"""Candidates' headers kept per opened section (about 2.3 KB each, 19 MB in all by default): a
+query reads three candidates for each section it opens."""
+
+
+class Observer(Protocol):
+    """Something else kept for one version of the index (the term search's postings)."""
+
+    def observe(self, stamp: Stamp) -> None:
+        """The index's version just seen: another one drops what was kept."""
+        ...
+
+
+def check_cached_sections(cached_sections: object) -> None:
+    """Refuse a cache size that is not a whole number >= 0, naming the value and the fix."""
+    if type(cached_sections) is not int or cached_sections < 0:
+        msg = (
+            f"cached_sections must be an integer >= 0, got {cached_sections!r}; pass e.g. "
+            f"cached_sections={DEFAULT_CACHED_SECTIONS}, or 0 to keep no reads between queries"
+        )
+        raise ValueError(msg)
+
+
+class SectionReads:
+    """The section reads of one index, with what this process keeps of them."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        records: SectionStore,
+        read_parents: Callable[[list[str]], list[Document | None]],
+        *,
+        cached_sections: int,
+        observers: Sequence[Observer] = (),
+    ) -> None:
+        """Read ``records`` and parents (``read_parents``) at the versions ``journal`` stamps.
+
+        ``observers`` are told each version seen, as the kept headers and sections are.
+        """
+        self._journal = journal
+        self._records = records
+        self._read_parents = read_parents
+        self._headers: ReadCache[Section] = ReadCache(HEADERS_PER_SECTION * cached_sections)
+        self._opened: ReadCache[ChildRows] = ReadCache(cached_sections)
+        self._observers = list(observers)
+
+    def observe(self, stamp: Stamp) -> None:
+        """The index's version just seen: what was kept of another one is dropped."""
+        self._headers.observe(stamp)
+        self._opened.observe(stamp)
+        for observer in self._observers:
+            observer.observe(stamp)
+
+    def headers(self, parent_ids: Sequence[str]) -> dict[str, Section]:
+        """The candidates' record headers (no children), by parent id, in the order given.
+
+        Headers read since the index's version was last seen are kept: they only rank
+        candidates, so a header read while a write began is as good as one read a moment
+        earlier.
+        """
+        ids = list(dict.fromkeys(parent_ids))
+        version = self._headers.version
+        cached = self._headers.get(ids)
+        read = self._records.get([p for p in ids if p not in cached], children=False)
+        self._headers.put({p: _detached(s) for p, s in read.items()}, version)
+        return {p: cached[p] if p in cached else read[p] for p in ids if p in cached or p in read}
+
+    def of_documents(self, doc_ids: Sequence[str]) -> dict[str, Section]:
+        """Every section record of these documents (those whose last write finished)."""
+        manifests = self._journal.manifests(doc_ids)
+        wanted = [
+            pid
+            for m in manifests.values()
+            if m.get("status") == "complete"
+            for pid in m.get("parents", [])
+        ]
+        return self._records.get(list(dict.fromkeys(wanted)))
+
+    def children_of(self, parent_ids: Sequence[str]) -> ChildRows:
+        """Every child of the given parents, with vectors, for exact scoring.
+
+        One read of the parents' section records (each holds its children's vectors, spans and
+        terms) and one of the parents themselves. A child's text is cut from its parent's (a
+        child's span lies inside its parent's) and the document's own metadata comes from the
+        parent too, so neither is stored once per child; a parent deleted since the search is
+        dropped.
+
+        A write that overlaps the read could mix two versions of a document (a new parent's
+        text cut at an old child's offsets) or show part of one. The journal's stamp, read
+        before and after, tells: if a write overlapped, the read is retried, and after
+        ``QUIET_READ_ATTEMPTS`` overlapped reads only documents whose manifest was complete
+        and unchanged from before to after the read are kept. A read no write overlapped is
+        kept for the next queries.
+        """
+        ids = list(dict.fromkeys(parent_ids))
+        rows = ChildRows([], [], [], np.empty((0, 0), np.float32))
+        if not ids:
+            return rows
+        for attempt in range(1, QUIET_READ_ATTEMPTS):
+            before = self._journal.stamp()
+            self.observe(before)
+            cached = self._opened.get(ids) if before.quiet else {}
+            missing = [p for p in ids if p not in cached]
+            read = self._read(missing)
+            opened = cached | read
+            rows = _joined([opened[p] for p in ids if p in opened])
+            # All from the cache: read at this quiet version, so no write can have overlapped.
+            if before.quiet and (not missing or self._journal.stamp() == before):
+                self._opened.put(read, before.seq)
+                return rows
+            time.sleep(0.02 * attempt)
+        docs = sorted({str(p.metadata.get(keys.DOC_ID)) for p in rows.parents.values()})
+        before_read = self._journal.manifests(docs)
+        rows = _joined(list(self._read(ids).values()))
+        after_read = self._journal.manifests(docs)
+        keep = {
+            d
+            for d, m in before_read.items()
+            if m["status"] == "complete" and after_read.get(d) == m
+        }
+        return _only_documents(rows, keep)
+
+    def _read(self, parent_ids: list[str]) -> dict[str, ChildRows]:
+        """Each opened parent's children (and the parent), by parent id; absent ones left out."""
+        if not parent_ids:
+            return {}
+        records = self._records.get(parent_ids)
+        found = zip(parent_ids, self._read_parents(parent_ids), strict=True)
+        opened: dict[str, ChildRows] = {}
+        for pid, parent in found:
+            record = records.get(pid)
+            if parent is None or record is None:
+                continue
+            shared = document_metadata(parent.metadata)
+            terms = record.child_terms
+            opened[pid] = ChildRows(
+                [str(own[keys.CHUNK_ID]) for own in record.children],
+                child_texts(parent, record.children),
+                [{**shared, **own} for own in record.children],
+                record.child_vectors,
+                {pid: parent},
+                [Counter(t.split()) for t in terms] if terms is not None else None,
+            )
+        return opened
+
+
+def _detached(header: Section) -> Section:
+    """A header that keeps its own vector, not the whole record it was read from alive."""
+    empty = np.empty((0, header.vector.shape[0]), np.float32)
+    return replace(header, vector=header.vector.copy(), child_vectors=empty)
+
+
+def _joined(opened: Sequence[ChildRows]) -> ChildRows:
+    """The children of several opened parents as one set of rows, in the order given."""
+    return ChildRows(
+        [i for rows in opened for i in rows.ids],
+        [t for rows in opened for t in rows.texts],
+        [m for rows in opened for m in rows.metadatas],
+        np.vstack([rows.vectors for rows in opened]) if opened else np.empty((0, 0), np.float32),
+        {p: d for rows in opened for p, d in rows.parents.items()},
+        [c for rows in opened for c in rows.term_counts],
+    )
+
+
+def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:
+    """The rows (and parents) of the given documents only."""
+    keep = [n for n, meta in enumerate(rows.metadatas) if meta.get(keys.DOC_ID) in doc_ids]
+    counts = rows.term_counts
+    return ChildRows(
+        [rows.ids[n] for n in keep],
+        [rows.texts[n] for n in keep],
+        [rows.metadatas[n] for n in keep],
+        rows.vectors[keep],
+        {p: d for p, d in rows.parents.items() if d.metadata.get(keys.DOC_ID) in doc_ids},
+        [counts[n] for n in keep],
+    )
