@@ -45,9 +45,8 @@ class SearchFields(BaseModel):
     """How many results to return."""
     alpha: Share | Literal["auto", "learned"] = 0.4
     """Weight of the parent's score in the fused score; "auto" picks it per question; "learned"
-    ranks every child of the opened parents (the gate filled to twice k) with the linear ranker
-    fitted on QASPER train instead (scoring.LEARNED_WEIGHTS; child_per_parent then only sizes
-    the gate)."""
+    ranks every child of the opened parents with the linear ranker fitted on QASPER train
+    instead (scoring.LEARNED_WEIGHTS; child_per_parent then only sizes the gate)."""
     parent_top_k: PositiveInt = 3
     """How many parents the gate opens."""
     child_per_parent: PositiveInt = 6

@@ -313,7 +313,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 ids,
                 parent_scores,
                 [sections[p].child_count for p in ids],
-                need=scoring.LEARNED_FILL * settings.k if learned else settings.k,
+                need=settings.k,
                 child_per_parent=settings.child_per_parent,
             )
         rows: ChildRows = yield _FetchChildren([g.parent_id for g in gate])
