@@ -62,16 +62,19 @@ def _without_terms(index: Any) -> Any:
 
 def _alternating(
     calls: dict[str, Any], questions: list[str], vectors: list[Any], timings: dict[str, list[float]]
-) -> None:
+) -> dict[str, list[list[tuple[str, float]]]]:
     """Each question of each call, which goes first alternating (a query repeated at once
-    finds the CPU caches warm)."""
+    finds the CPU caches warm); returns each call's answers, ``(id, score)`` pairs."""
+    answers: dict[str, list[list[tuple[str, float]]]] = {name: [] for name in calls}
     for name in calls:
         timings.setdefault(name, [])
     for n, (question, vector) in enumerate(zip(questions, vectors, strict=True)):
         for name in list(calls)[:: 1 if n % 2 else -1]:
             started = time.perf_counter()
-            calls[name](question, query_vector=vector)
+            found = calls[name](question, query_vector=vector)
             timings[name].append(1000 * (time.perf_counter() - started))
+            answers[name].append([(d.id, d.metadata["score"]) for d in found])
+    return answers
 
 
 def _line(name: str, values: list[float]) -> str:
@@ -107,10 +110,12 @@ def main() -> None:
             "first, terms read: invoke": corpus.open().as_retriever(k=K).invoke,
             "... terms counted": _without_terms(corpus.open()).as_retriever(k=K).invoke,
         }
-        _alternating(fresh, questions, vectors, timings)
+        read, counted = _alternating(fresh, questions, vectors, timings).values()
     print(f"{len(papers)} papers, {len(questions)} questions asked once each, k={K}")
     for name, values in timings.items():
         print(_line(name, values))
+    same = sum(a == b for a, b in zip(read, counted, strict=True))
+    print(f"terms read or counted: the same ids and scores for {same} of {len(questions)}")
 
 
 if __name__ == "__main__":
