@@ -223,7 +223,6 @@ class GatedParentIndex:
         """Open (or create) an index; see the class docstring for the arguments."""
         check_parent_representation(parent_representation)
         check_cached_sections(cached_sections)
-        self._cached_sections = cached_sections
         source = chroma_source(client) if client is not None else None
         self.directory = Path(directory) if directory is not None else None
         if embeddings is None and source is not None:
@@ -241,17 +240,18 @@ class GatedParentIndex:
             "parent_representation": parent_representation is not None,
         }
         if self.directory is None:
-            self._open_stores(source, docstore, parent_representation)
+            self._open_stores(source, docstore, parent_representation, cached_sections)
         else:
             _prepare_directory(self.directory)
             with opening(self.directory / OPEN_LOCK_FILE, lock_timeout):
-                self._open_stores(source, docstore, parent_representation)
+                self._open_stores(source, docstore, parent_representation, cached_sections)
 
     def _open_stores(
         self,
         source: ChromaSource | None,
         docstore: BaseStore[str, Document] | None,
         parent_representation: str | None,
+        cached_sections: int,
     ) -> None:
         """Connect the vector client, the docstore and the journal; read the config."""
         import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
@@ -284,13 +284,13 @@ class GatedParentIndex:
         self.writer_lock = placement.lock
         self.section_store = placement.sections
         self.sparse: SparseIndex | None = open_sparse(
-            docstore, self.name, cached_terms=self._cached_sections
+            docstore, self.name, cached_terms=cached_sections
         )
         self.reads = SectionReads(
             self.journal,
             self.section_store,
             self._read_parents,
-            cached_sections=self._cached_sections,
+            cached_sections=cached_sections,
             observers=[self.sparse] if self.sparse is not None else [],
         )
         self._stamp = self.journal.stamp()
@@ -385,7 +385,7 @@ class GatedParentIndex:
         process added, and a filter matching them fails ("Error finding id").
         """
         stamp = self.journal.stamp()
-        self._observe(stamp)
+        self.reads.observe(stamp)
         if stamp.config != self._config_version:
             self.config = self._load_or_create_config(None)
             self.parent_representation = self.config["parent_representation"]
@@ -766,7 +766,7 @@ class GatedParentIndex:
         """
         self._stamp = self.journal.put_stamp(stamp)
         self._synced_seq = self._stamp.seq
-        self._observe(self._stamp)
+        self.reads.observe(self._stamp)
 
     def _rollback_unfinished(self) -> list[str]:
         pending = [d for d, m in self.journal.all_manifests().items() if m["status"] != "complete"]
@@ -894,10 +894,6 @@ class GatedParentIndex:
         index's current version (see :meth:`.SectionReads.children_of`).
         """
         return self.reads.children_of(parent_ids)
-
-    def _observe(self, stamp: journals.Stamp) -> None:
-        """Tell what is kept of reads which version of the index was just seen."""
-        self.reads.observe(stamp)
 
     def _has_vectors(self) -> bool:
         """Whether a write has stored vectors (until then, readers leave Chroma alone).
