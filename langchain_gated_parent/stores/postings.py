@@ -1,7 +1,7 @@
 """The FTS5 term index's postings, kept in memory: its ``bm25()`` ranking, computed in numpy.
 
 Across a collection a question's common words match most sections, and FTS5 calls its
-``bm25()`` function once per matching row: 5.9 ms a query at 1,169 QASPER papers (13,064
+``bm25()`` function once per matching row: 6.9 ms a query at 1,169 QASPER papers (13,064
 sections), growing with the collection. The ranking needs little: each query term's postings
 (row id, occurrences), each row's length in tokens, and the row's parent id. Those are read
 from FTS5's own tables (``fts5vocab`` and its ``docsize`` table), kept decoded for the
@@ -10,9 +10,9 @@ a warm query costs a few array operations and ranks exactly as ``bm25()`` does.
 
 The database stays the one store (the ``fts5vocab`` table is a view, with no data of its own),
 and a process that opens the index reads only the terms its questions use. A term's first read
-in a version costs about what an FTS5 query does; warm, a query costs 0.17 ms there. Postings
-take 12 bytes each (11.6 MB for the 963 terms of QASPER dev's questions at 1,169 papers; see
-``benchmarks/term_search.py``).
+in a version costs about what an FTS5 query does; warm, a query reads nothing and costs
+0.18 ms there. Postings take 12 bytes each (11.6 MB for the 963 terms of QASPER dev's questions
+at 1,169 papers; see ``benchmarks/term_search.py``).
 """
 
 from __future__ import annotations
@@ -146,17 +146,17 @@ class CachedPostings:
         stem = _stemmer()
         terms = [term for word in words for term in stem(word)[:1]]
         version = self._terms.version
-        with self._engine.connect() as conn:
-            rows = self._rows.get([ROWS_KEY]).get(ROWS_KEY)
-            if rows is None:
-                rows = self._read_rows(conn)
-                self._rows.put({ROWS_KEY: rows}, version)
-            postings = self._terms.get(terms)
-            missing = {
-                t: self._read_postings(conn, t) for t in dict.fromkeys(terms) if t not in postings
-            }
-        self._terms.put(missing, version)
-        postings |= missing
+        rows = self._rows.get([ROWS_KEY]).get(ROWS_KEY)
+        postings = self._terms.get(terms)
+        unread = [t for t in dict.fromkeys(terms) if t not in postings]
+        if rows is None or unread:  # warm, a search reads nothing
+            with self._engine.connect() as conn:
+                if rows is None:
+                    rows = self._read_rows(conn)
+                    self._rows.put({ROWS_KEY: rows}, version)
+                missing = {t: self._read_postings(conn, t) for t in unread}
+            self._terms.put(missing, version)
+            postings |= missing
         scores = np.zeros(len(rows.live))
         for term in terms:
             found = postings[term]
