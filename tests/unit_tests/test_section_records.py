@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import struct
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pytest
@@ -74,15 +75,24 @@ def test_a_record_keeps_each_childs_terms_from_its_heading_path_and_text() -> No
     assert back.child_terms == [" ".join(child_terms(child(n), PARAGRAPHS[n])) for n in (0, 2)]
 
 
+def unpacked(record: bytes) -> tuple[dict[str, Any], int, bytes]:
+    """A record's JSON header, its children's JSON size, and all that follows the header."""
+    header_size, children_size = struct.unpack_from("<II", record)
+    return json.loads(record[8 : 8 + header_size]), children_size, record[8 + header_size :]
+
+
+def packed(header: dict[str, Any], children_size: int, rest: bytes) -> bytes:
+    """The inverse of :func:`unpacked`."""
+    raw_header = json.dumps(header).encode()
+    return struct.pack("<II", len(raw_header), children_size) + raw_header + rest
+
+
 def older_layout(record: bytes) -> bytes:
     """The same record as written before children's terms were kept (no rule, no terms)."""
-    header_size, children_size = struct.unpack_from("<II", record)
-    header = json.loads(record[8 : 8 + header_size])
-    rows = 1 + header["child_count"]
+    header, children_size, rest = unpacked(record)
     del header["terms_rule"]
-    new_header = json.dumps(header).encode()
-    rest = record[8 + header_size : 8 + header_size + children_size + 4 * rows * DIMENSION]
-    return struct.pack("<II", len(new_header), children_size) + new_header + rest
+    vectors = 4 * (1 + header["child_count"]) * DIMENSION
+    return packed(header, children_size, rest[: children_size + vectors])
 
 
 def test_a_record_kept_before_terms_were_is_read_and_its_children_counted_from_their_text() -> None:
@@ -100,12 +110,9 @@ def test_a_record_kept_before_terms_were_is_read_and_its_children_counted_from_t
 
 def test_terms_kept_under_other_rules_are_not_read() -> None:
     record = encode(section_of(parent(), unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1)))
-    header_size, children_size = struct.unpack_from("<II", record)
-    header = json.loads(record[8 : 8 + header_size])
+    header, children_size, rest = unpacked(record)
     header["terms_rule"] += 1
-    new_header = json.dumps(header).encode()
-    changed = struct.pack("<II", len(new_header), children_size) + new_header
-    assert decode(changed + record[8 + header_size :]).child_terms is None
+    assert decode(packed(header, children_size, rest)).child_terms is None
 
 
 def test_a_header_read_skips_the_children_but_keeps_their_count() -> None:
