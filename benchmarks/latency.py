@@ -13,7 +13,7 @@ built in one process and every question is asked of each in turn (order rotating
 query embedded live, so all see the same load. Prints p50/p95 per retriever and the ratio of
 each median to flat-para's. Retrievers: flat-para, flat-hybrid, gated (the defaults) and
 gated-dense-gate (the gate before the hybrid one); ``--retrievers`` picks others (any name of
-:data:`benchmarks.peers.PEERS`, e.g. ``gated-learned``).
+:data:`benchmarks.peers.PEERS`, e.g. ``gated-alpha``).
 """
 
 from __future__ import annotations

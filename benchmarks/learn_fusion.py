@@ -7,7 +7,7 @@ Usage:
         python -m benchmarks.learn_fusion collect --data .../dev.jsonl --out bench-out/lf/dev.pkl
         python -m benchmarks.learn_fusion fit --train bench-out/lf/train.pkl \\
             --dev bench-out/lf/dev.pkl
-        python -m benchmarks.learn_fusion package --data .../dev.jsonl   # alpha="learned" vs 0.4
+        python -m benchmarks.learn_fusion package --data .../dev.jsonl   # the defaults (learned) vs alpha 0.4
 
 ``collect`` builds one gated index over the papers (embeddings from the benchmark's disk cache),
 runs the package's defaults (``invoke``, k=60) per question in both settings (paper, corpus),
@@ -606,7 +606,7 @@ def main() -> None:
     k.add_argument("--data", type=Path, required=True)
     k.add_argument("--limit-papers", type=int, default=None)
     k.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
-    k.add_argument("--cells", default='[{"alpha": "learned"}, {}]')
+    k.add_argument("--cells", default='[{}, {"alpha": 0.4}]')
     args = parser.parse_args()
     if args.cmd == "package":
         package_main(args)

@@ -570,12 +570,13 @@ GATED_VARIANTS: dict[str, GatedVariant] = {
     ),
     "gated-parents": GatedVariant(retriever={"k": GATED_K}, return_parents=True),
     "gated-auto": GatedVariant(retriever={"k": GATED_K, "alpha": "auto"}),
-    # The learned child ranker (opt-in; benchmarks/learn_fusion.py fitted it on train).
-    "gated-learned": GatedVariant(retriever={"k": GATED_K, "alpha": "learned"}),
-    # Ablations of the defaults: the hard gate (no filling) and dense scores only.
+    # The fused score alpha * s_parent + (1 - alpha) * s_child over the defaults' gate (the
+    # default before the learned child ranker, which benchmarks/learn_fusion.py fitted on train).
+    "gated-alpha": GatedVariant(retriever={"k": GATED_K, "alpha": 0.4}),
+    # Ablations: the hard gate (no filling), and dense scores only (the fused score, alpha 0.4).
     "gated-hard": GatedVariant(retriever={"k": GATED_K, "fill": False}),
     "gated-dense": GatedVariant(
-        retriever={"k": GATED_K, "lexical_weight": 0.0, "title_weight": 0.0}
+        retriever={"k": GATED_K, "alpha": 0.4, "lexical_weight": 0.0, "title_weight": 0.0}
     ),
     # The gate before the hybrid one: candidates from the parent-vector search only.
     "gated-dense-gate": GatedVariant(

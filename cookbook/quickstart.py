@@ -32,9 +32,10 @@ def run(directory: Path) -> None:
     print(f"indexed: {report}")
     print(f"stats:   {index.stats()}\n")
 
-    # 3. Ask. Each result is a paragraph (a child) with its scores in metadata: the fused
-    #    score is alpha times the parent's score plus (1 - alpha) times the child's own.
-    retriever = index.as_retriever(k=3)
+    # 3. Ask. Each result is a paragraph (a child) with its scores in metadata. By default
+    #    the score is the learned ranker's; with a number for alpha it is the fused score:
+    #    alpha times the parent's score plus (1 - alpha) times the child's own.
+    retriever = index.as_retriever(k=3, alpha=0.4)
     question = "What is the GhostVLAD approach?"
     print(f"question: {question}")
     for doc in retriever.invoke(question):

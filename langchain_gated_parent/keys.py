@@ -55,8 +55,9 @@ PAGE_STARTS = PREFIX + "page_starts"
 """Character offset where each page starts in a document read from a PDF (a list, page 1 first)."""
 
 SCORE = "score"
-"""Fused score, ``alpha * parent_score + (1 - alpha) * child_score``; with ``alpha="learned"``
-the learned ranker's score in (0, 1) (``scoring.learned_child_scores``)."""
+"""The learned ranker's score in (0, 1) (``alpha="learned"``, the default:
+``scoring.learned_child_scores``), or for a number ``alpha`` the fused score
+``alpha * parent_score + (1 - alpha) * child_score``."""
 PARENT_SCORE = "parent_score"
 """The gate's similarity for the child's parent, in [0, 1]."""
 CHILD_SCORE = "child_score"

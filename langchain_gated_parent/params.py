@@ -32,21 +32,23 @@ Switch = Annotated[bool, Strict()]
 class SearchFields(BaseModel):
     """The knobs of a search, with their defaults (see BENCHMARKS.md).
 
-    ``sparse_weight`` and ``child_weight`` were fitted on QASPER train (both settings) and
-    reported on dev; the others were chosen on dev.
+    ``alpha="learned"`` (the ranker fitted on QASPER train), ``sparse_weight`` and
+    ``child_weight`` were chosen on QASPER train (both settings) and reported on dev; the
+    others were chosen on dev and re-checked on train.
 
-    With ``title_weight=0``, ``lexical_weight=0``, ``sparse_weight=0``, ``child_weight=0`` and
-    ``fill=False`` the search is the method as published.
+    With ``alpha=0.4``, ``title_weight=0``, ``lexical_weight=0``, ``sparse_weight=0``,
+    ``child_weight=0`` and ``fill=False`` the search is the method as published.
     """
 
     model_config = ConfigDict(use_attribute_docstrings=True)
 
     k: PositiveInt = 8
     """How many results to return."""
-    alpha: Share | Literal["auto", "learned"] = 0.4
-    """Weight of the parent's score in the fused score; "auto" picks it per question; "learned"
-    ranks every child of the opened parents with the linear ranker fitted on QASPER train
-    instead (scoring.LEARNED_WEIGHTS; child_per_parent then only sizes the gate)."""
+    alpha: Share | Literal["auto", "learned"] = "learned"
+    """"learned" ranks every child of the opened parents with the linear ranker fitted on
+    QASPER train (scoring.LEARNED_WEIGHTS; child_per_parent then only sizes the gate); a number
+    is the parent score's weight in the fused score alpha * s_parent + (1 - alpha) * s_child
+    (0.4 as published); "auto" picks that weight per question."""
     parent_top_k: PositiveInt = 3
     """How many parents the gate opens."""
     child_per_parent: PositiveInt = 6

@@ -175,16 +175,17 @@ def _validate_query(query: object) -> str:
 
 
 class GatedParentRetriever(BaseRetriever, SearchFields):
-    """Section parents gate paragraph children; results carry fused scores.
+    """Section parents gate paragraph children; results carry their scores.
 
     For a query: embed it once; score parents (the parent vector's cosine, blended with BM25
     over their heading titles by ``title_weight``) and open the ``parent_top_k`` best (the gate),
     then further ones in order while fewer than ``k`` children are available (``fill``); score
     the children inside the opened parents only (cosine, blended with BM25 over heading path and
-    text by ``lexical_weight``), at most ``child_per_parent`` each; fuse
-    ``score = alpha * s_parent + (1 - alpha) * s_child``; drop duplicates; return the top ``k``
-    children, each with ``chunk_id``, ``parent_id``, ``score``, ``parent_score``,
-    ``child_score`` and ``gate_rank`` in its metadata.
+    text by ``lexical_weight``); rank them with the learned ranker (the default) or, for a
+    number ``alpha``, by ``score = alpha * s_parent + (1 - alpha) * s_child`` with at most
+    ``child_per_parent`` each; drop duplicates; return the top ``k`` children, each with
+    ``chunk_id``, ``parent_id``, ``score``, ``parent_score``, ``child_score`` and ``gate_rank``
+    in its metadata.
 
     Its knobs (``k``, ``alpha``, ``parent_top_k``...) are the fields of
     :class:`~langchain_gated_parent.params.SearchFields`: checked when set

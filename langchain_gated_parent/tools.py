@@ -42,7 +42,7 @@ DEFAULT_TOOL_NAME = "search_sections"
 DEFAULT_TOOL_DESCRIPTION = (
     "Search the indexed documents. Give a standalone question or keywords. Returns the "
     "best-matching paragraphs, each headed by its document and section path and its relevance "
-    "score in [0, 1] (the fused score, then the section's and the paragraph's own similarity)."
+    "score in [0, 1] (the ranking score, then the section's and the paragraph's own similarity)."
 )
 """Tells the model what it gets back, so it can weigh results by score and cite sections."""
 

@@ -154,8 +154,9 @@ def add(commands: Subparsers) -> None:
         "query",
         help="search the index",
         description="Search the index: the gate opens the best parents (sections), then the "
-        "best children (paragraphs) inside them are ranked by the fused score "
-        "alpha * s_p + (1 - alpha) * s_c. Omitted options take the retriever's defaults.",
+        "best children (paragraphs) inside them are ranked by the learned ranker or, with a "
+        "number for --alpha, by the fused score alpha * s_p + (1 - alpha) * s_c. Omitted "
+        "options take the retriever's defaults.",
     )
     parser.add_argument("text", help="the question or keywords")
     add_index_option(parser)

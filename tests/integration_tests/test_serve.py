@@ -43,8 +43,9 @@ def remote(base_url: str) -> RemoteRunnable[str, list[Document]]:
     return RemoteRunnable(f"{base_url}{RETRIEVER_PATH}/", timeout=TIMEOUT)
 
 
-def check_results(docs: list[Any], alpha: float | None = 0.4) -> None:
-    """Scored documents: the fused formula for a numeric alpha, else (None) the learned ranker's."""
+def check_results(docs: list[Any], alpha: float | None = None) -> None:
+    """Scored documents: the fused formula for a numeric alpha, else (None, the default) the
+    learned ranker's."""
     assert docs
     for doc in docs:
         assert isinstance(doc, Document)
@@ -125,12 +126,14 @@ PER_KNOB: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("k", {"k": 2}, {}),
     ("alpha", {"alpha": 0.0}, {}),
     ("alpha", {"alpha": "auto"}, {}),
-    ("alpha", {"alpha": "learned"}, {}),
+    ("alpha", {"alpha": 0.4}, {}),
     ("parent_top_k", {"parent_top_k": 1}, {}),
     ("child_per_parent", {"child_per_parent": 1}, {}),
     ("gate_margin", {"gate_margin": 0.2}, {}),
     ("fill", {"parent_top_k": 1, "k": 6, "fill": False}, {"parent_top_k": 1, "k": 6}),
-    ("lexical_weight", {"lexical_weight": 1.0}, {}),
+    # The learned ranker (the default) reads BM25 at its own share: lexical_weight moves a fused
+    # score.
+    ("lexical_weight", {"alpha": 0.4, "lexical_weight": 1.0}, {"alpha": 0.4}),
     ("title_weight", {"title_weight": 1.0}, {}),
     ("sparse_weight", {"sparse_weight": 1.0}, {}),
     ("child_weight", {"child_weight": 1.0}, {}),

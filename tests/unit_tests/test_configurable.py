@@ -112,7 +112,7 @@ def test_configurable_alpha_changes_the_fused_score(
         assert meta[keys.SCORE] == pytest.approx(
             alpha * meta[keys.PARENT_SCORE] + (1 - alpha) * meta[keys.CHILD_SCORE]
         )
-    assert retriever.alpha == 0.4  # the retriever itself is unchanged
+    assert retriever.alpha == "learned"  # the retriever itself is unchanged (the default)
 
 
 def test_the_learned_ranker_scores_every_child_of_the_opened_parents(
