@@ -10,8 +10,10 @@ Usage:
 ``benchmarks.qasper`` times each retriever in its own process, one after the other, so on a
 shared machine a load spike can land on one retriever and not the other. Here every index is
 built in one process and every question is asked of each in turn (order rotating), with the
-query embedded live, so all see the same load. Prints p50/p95 per retriever and the ratio of
-each median to flat-para's. Retrievers: flat-para, flat-hybrid, gated (the defaults) and
+query embedded live, so all see the same load. Gated variants with the same build settings
+share one build, each through a view with its own read caches (see ``GatedPeer.view``), so
+they differ by their query settings only. Prints p50/p95 per retriever and the ratio of each
+median to flat-para's. Retrievers: flat-para, flat-hybrid, gated (the defaults) and
 gated-dense-gate (the gate before the hybrid one); ``--retrievers`` picks others (any name of
 :data:`benchmarks.peers.PEERS`, e.g. ``gated-alpha``).
 """
@@ -26,7 +28,7 @@ from pathlib import Path
 from benchmarks.corpus_index import corpus_parser
 from benchmarks.embedding_cache import CachedEmbeddings
 from benchmarks.metrics import percentile
-from benchmarks.peers import PEERS, Peer
+from benchmarks.peers import PEERS, GatedPeer, Peer
 from benchmarks.qasper import load_corpus
 
 WARMUP = 5
@@ -58,8 +60,15 @@ def main() -> None:
     ]
     timings: dict[str, list[float]] = {peer.name: [] for peer in peers}
     with tempfile.TemporaryDirectory() as tmp:
+        builds: dict[str, GatedPeer] = {}
         for peer in peers:
+            first = builds.get(repr(peer.variant.build)) if isinstance(peer, GatedPeer) else None
+            if first is not None:
+                peer.view(first)
+                continue
             peer.build(papers, Path(tmp) / peer.name, embeddings)
+            if isinstance(peer, GatedPeer):
+                builds[repr(peer.variant.build)] = peer
         for question, paper_id in questions[:WARMUP]:
             for peer in peers:
                 peer.search(question, paper_id)

@@ -620,6 +620,19 @@ class GatedPeer(Peer):
         stats = self._index.stats()
         return int(stats["children"]) + int(stats["parents"])
 
+    def view(self, built: GatedPeer) -> None:
+        """Search ``built``'s index (the same build settings) through a view of its own.
+
+        The view has its own read caches, so it pays for first reads as a build of its own
+        would, while two variants timed side by side share one vector index and do not differ
+        by how each build's HNSW graph happened to come out.
+        """
+        from langchain_gated_parent.index import GatedParentIndex
+
+        index = built._index
+        self._index = GatedParentIndex(index.embeddings, directory=index.directory)
+        self._retriever = self._index.as_retriever(**self.variant.retriever)
+
     def _kwargs(self, paper_id: str | None) -> dict[str, Any]:
         return {"filter": {DOC_ID: paper_id}} if paper_id is not None else {}
 
