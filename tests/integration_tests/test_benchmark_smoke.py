@@ -114,3 +114,33 @@ def test_cli_writes_results(setting: str, cache_dir: Path, tmp_path: Path) -> No
     rows = [json.loads(line) for line in (out / "per_question.jsonl").read_text().splitlines()]
     assert len(rows) == n_questions * len(retrievers)
     assert {"qid", "retriever", "ndcg", "evr@2048", "gate_recall"} <= set(rows[0])
+
+
+def test_a_view_of_a_gated_build_answers_as_that_build(cache_dir: Path, tmp_path: Path) -> None:
+    """``benchmarks.latency`` times gated variants with one build settings through views."""
+    from benchmarks.embedding_cache import CachedEmbeddings
+    from benchmarks.peers import PEERS, GatedPeer
+    from benchmarks.qasper import load_corpus
+    from langchain_gated_parent.embeddings import MiniLMEmbeddings
+
+    papers = load_corpus([str(DATA)], N_PAPERS)
+    embeddings = CachedEmbeddings(MiniLMEmbeddings(), cache_dir / "embeddings.sqlite")
+    built, view, alpha = (PEERS[name]() for name in ("gated", "gated", "gated-alpha"))
+    assert isinstance(built, GatedPeer)
+    assert isinstance(view, GatedPeer)
+    assert isinstance(alpha, GatedPeer)
+    built.setting = view.setting = alpha.setting = "corpus"
+    built.build(papers, tmp_path, embeddings)
+    view.view(built)
+    alpha.view(built)
+    assert view._index is not built._index  # its own read caches
+    assert view._index.directory == built._index.directory
+    questions = [q.question for p in papers for q in p.questions][:5]
+    for question in questions:
+        assert view.search(question, None) == built.search(question, None)
+    assert any(
+        alpha._retriever.invoke(q)[0].metadata != built._retriever.invoke(q)[0].metadata
+        for q in questions
+    )  # a view queries with its own variant's settings
+    for peer in (alpha, view, built):
+        peer.close()
