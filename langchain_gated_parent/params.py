@@ -52,13 +52,15 @@ class SearchFields(BaseModel):
     parent_top_k: PositiveInt = 3
     """How many parents the gate opens."""
     child_per_parent: PositiveInt = 6
-    """At most this many children from one parent."""
+    """At most this many children from one parent under a fused score (a number for alpha); the
+    learned ranker ranks every child of the opened parents, and this only sizes the gate."""
     gate_margin: Margin = 0.0
     """Also open parents scoring within this margin of the last one kept (0: hard gate)."""
     fill: Switch = True
     """Open further parents, best first, until the opened ones can supply k children."""
     lexical_weight: Share = 0.3
-    """Share of BM25 in the child score (over the gated candidates' heading path and text)."""
+    """Share of BM25 in the child score (over the gated candidates' heading path and text); the
+    learned ranker reads BM25 at its own fitted share."""
     title_weight: Share = 0.3
     """Share of BM25 over heading titles in the parent score ("What datasets?" finds "Datasets")."""
     sparse_weight: Share = 0.25
