@@ -62,13 +62,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         builds: dict[str, GatedPeer] = {}
         for peer in peers:
-            first = builds.get(repr(peer.variant.build)) if isinstance(peer, GatedPeer) else None
-            if first is not None:
-                peer.view(first)
+            key = repr(peer.variant.build) if isinstance(peer, GatedPeer) else None
+            if key in builds:
+                peer.view(builds[key])
                 continue
             peer.build(papers, Path(tmp) / peer.name, embeddings)
-            if isinstance(peer, GatedPeer):
-                builds[repr(peer.variant.build)] = peer
+            if key is not None:
+                builds[key] = peer
         for question, paper_id in questions[:WARMUP]:
             for peer in peers:
                 peer.search(question, paper_id)
