@@ -117,13 +117,13 @@ def select_gate(
     gate (ties at the cut still open, so the result never depends on input order).
     Order: score descending, then parent id, so results are deterministic.
     """
-    scores = np.asarray(parent_scores, dtype=np.float64)
+    scores: list[float] = np.asarray(parent_scores, dtype=np.float64).tolist()
     order = sorted(range(len(parent_ids)), key=lambda i: (-scores[i], parent_ids[i]))
     if not order or parent_top_k < 1:
         return []
     cut = scores[order[min(parent_top_k, len(order)) - 1]] - margin
     return [
-        GatedParent(parent_ids[i], float(scores[i]), rank)
+        GatedParent(parent_ids[i], scores[i], rank)
         for rank, i in enumerate((i for i in order if scores[i] >= cut), start=1)
     ]
 
@@ -143,7 +143,7 @@ def fill_gate(  # noqa: PLR0913 (parallel arrays of one parent list, plus two li
     caller asking for a full context window gets a short one. Filling opens the next-best
     parents only as far as the request needs; a parent is still never opened out of order.
     """
-    scores = np.asarray(parent_scores, dtype=np.float64)
+    scores: list[float] = np.asarray(parent_scores, dtype=np.float64).tolist()
     count = dict(zip(parent_ids, child_counts, strict=True))
     opened = list(gate)
     supply = sum(min(count.get(g.parent_id, 0), child_per_parent) for g in opened)
@@ -154,7 +154,7 @@ def fill_gate(  # noqa: PLR0913 (parallel arrays of one parent list, plus two li
             break
         if parent_ids[i] in taken:
             continue
-        opened.append(GatedParent(parent_ids[i], float(scores[i]), len(opened) + 1))
+        opened.append(GatedParent(parent_ids[i], scores[i], len(opened) + 1))
         taken.add(parent_ids[i])
         supply += min(count[parent_ids[i]], child_per_parent)
     return opened
@@ -217,25 +217,28 @@ def dedupe(  # noqa: PLR0913 (parallel arrays of one candidate list, plus two kn
     """
     seen_spans: set[tuple[str, int, int]] = set()
     seen_texts: set[str] = set()
-    near = None
-    if vectors is not None and near_duplicate is not None and ranked_rows:
-        # Every pair of candidates at once. einsum, not `@`: for a few dozen rows a threaded
-        # BLAS call costs more to start than the arithmetic (24 ms against 2 ms, measured).
-        candidates = vectors[list(ranked_rows)]
-        near = np.einsum("id,jd->ij", candidates, candidates) > near_duplicate
-    blocked = np.zeros(len(ranked_rows), dtype=bool)  # positions near a kept child's vector
+    # Each candidate is compared with the children kept so far only (at most ``limit``), not
+    # with every other candidate: the retriever ranks every child of the opened sections, and
+    # the scan rarely reaches most of them. A product of a few dozen rows per candidate, not a
+    # threaded BLAS matrix product (which costs more to start than the arithmetic).
+    near = None if vectors is None or near_duplicate is None else (vectors, near_duplicate)
+    rows = len(ranked_rows) if limit is None else min(limit, len(ranked_rows))
+    kept_vectors = np.empty((rows, 0 if near is None else near[0].shape[1]), np.float32)
     kept: list[int] = []
-    for position, row in enumerate(ranked_rows):
+    for row in ranked_rows:
         if limit is not None and len(kept) >= limit:
             break
         text_key = normalize_text(texts[row])
-        if blocked[position] or spans[row] in seen_spans or text_key in seen_texts:
+        if spans[row] in seen_spans or text_key in seen_texts:
             continue
+        if near is not None:
+            vector = near[0][row]
+            if kept and bool((kept_vectors[: len(kept)] @ vector > near[1]).any()):
+                continue
+            kept_vectors[len(kept)] = vector
         seen_spans.add(spans[row])
         seen_texts.add(text_key)
         kept.append(row)
-        if near is not None:
-            blocked |= near[position]
     return kept
 
 
@@ -455,7 +458,7 @@ def learned_child_scores(  # noqa: PLR0913 (parallel arrays of one child list)
         return np.zeros(0)
     opened = {g.parent_id: g for g in gate}
     at = {pid: i for i, pid in enumerate(candidates.ids)}
-    blended = blend(cos, lex, _LEARNED_BLEND)
+    blended: list[float] = blend(cos, lex, _LEARNED_BLEND).tolist()
     rank_in_parent = np.zeros(n)
     by_parent: dict[str, list[int]] = {}
     for row, pid in enumerate(child_parent_ids):
@@ -467,10 +470,11 @@ def learned_child_scores(  # noqa: PLR0913 (parallel arrays of one child list)
     cos_rank[np.argsort(-cos, kind="stable")] = np.arange(1, n + 1)
     parent_rows = [at[pid] for pid in child_parent_ids]
     parts = np.asarray(candidates.parts, dtype=np.float64)[parent_rows]
-    from_terms = np.array([GateSource.SPARSE in candidates.sources[i] for i in parent_rows], float)
-    from_children = np.array(
-        [GateSource.CHILDREN in candidates.sources[i] for i in parent_rows], float
-    )
+    found_by = candidates.sources
+    from_terms = np.array([GateSource.SPARSE in found for found in found_by], float)[parent_rows]
+    from_children = np.array([GateSource.CHILDREN in found for found in found_by], float)[
+        parent_rows
+    ]
     gated = [opened[pid] for pid in child_parent_ids]
     index = np.array([int(c.rsplit("-", 1)[1]) for c in child_ids], dtype=np.float64)
     counts = np.asarray(child_counts, dtype=np.float64)
