@@ -219,11 +219,13 @@ def dedupe(  # noqa: PLR0913 (parallel arrays of one candidate list, plus two kn
     seen_texts: set[str] = set()
     # Each candidate is compared with the children kept so far only (at most ``limit``), not
     # with every other candidate: the retriever ranks every child of the opened sections, and
-    # the scan rarely reaches most of them. A product of a few dozen rows per candidate, not a
-    # threaded BLAS matrix product (which costs more to start than the arithmetic).
+    # with a small ``limit`` the scan stops after a few of them. A product of a few dozen rows
+    # per candidate, not a threaded BLAS matrix product (which costs more to start than the
+    # arithmetic, and slows every thread of the process beside the embedding's).
     near = None if vectors is None or near_duplicate is None else (vectors, near_duplicate)
     rows = len(ranked_rows) if limit is None else min(limit, len(ranked_rows))
-    kept_vectors = np.empty((rows, 0 if near is None else near[0].shape[1]), np.float32)
+    width, dtype = (0, np.float32) if near is None else (near[0].shape[1], near[0].dtype)
+    kept_vectors = np.empty((rows, width), dtype)  # the kept children's vectors, as compared
     kept: list[int] = []
     for row in ranked_rows:
         if limit is not None and len(kept) >= limit:

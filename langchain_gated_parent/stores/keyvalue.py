@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from langchain_core.stores import BaseStore
 
@@ -27,7 +27,7 @@ def fast_mget(store: BaseStore[str, bytes]) -> Callable[[list[str]], list[bytes 
     ``SQLStore.mget`` builds an ORM session and compiles a statement per call, ~1 ms on SQLite,
     more than the read itself; a query reads a few keys several times, so these reads send
     plain SQL on the same table instead: through the engine's connection pool, or, for a
-    SQLite file, on a connection of the reading thread's own (:class:`_SQLiteReads`).
+    SQLite file, on a connection of the reading thread's own (:class:`_SQLiteConnections`).
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -40,25 +40,31 @@ def fast_mget(store: BaseStore[str, bytes]) -> Callable[[list[str]], list[bytes 
     engine, namespace = store.engine, store.namespace
     database = engine.url.database
     plain_file = not engine.url.query and database not in (None, "", ":memory:")
+    run: Callable[[str, tuple[str, ...]], Sequence[Any]]
     if engine.dialect.name == "sqlite" and plain_file:  # its path, as SQLAlchemy resolves it
-        return _SQLiteReads(str(Path(str(database)).resolve()), namespace).mget
-    mark = _MARKS.get(engine.dialect.paramstyle)
-    if mark is None:
+        mark, run = "?", _SQLiteConnections(str(Path(str(database)).resolve())).run
+    elif engine.dialect.paramstyle in _MARKS:
+        mark = _MARKS[engine.dialect.paramstyle]
+
+        def run(sql: str, parameters: tuple[str, ...]) -> Sequence[Any]:
+            with engine.connect() as conn:
+                return conn.exec_driver_sql(sql, parameters).all()
+
+    else:
         return store.mget
 
     def mget(wanted: list[str]) -> list[bytes | None]:
         if not wanted:
             return []
         sql = _SELECT.format(mark=mark) + f"({', '.join([mark] * len(wanted))})"
-        with engine.connect() as conn:
-            rows: dict[str, bytes] = dict(conn.exec_driver_sql(sql, (namespace, *wanted)).all())
+        rows: dict[str, Any] = dict(run(sql, (namespace, *wanted)))
         return [bytes(rows[k]) if k in rows else None for k in wanted]
 
     return mget
 
 
-class _SQLiteReads:
-    """Key reads of one namespace of a SQLite file, each thread on a connection of its own.
+class _SQLiteConnections:
+    """Statements on a SQLite file, each thread on a connection of its own.
 
     Checking a connection out of SQLAlchemy's pool costs four times the read of a few keys
     (about 100 µs against 25). Each connection is in autocommit mode, as the pool's are for a
@@ -67,24 +73,14 @@ class _SQLiteReads:
     when this object is dropped (with the index that made it).
     """
 
-    def __init__(self, path: str, namespace: str) -> None:
+    def __init__(self, path: str) -> None:
         self._path = path
-        self._namespace = namespace
         self._local = threading.local()
 
-    def _connection(self) -> sqlite3.Connection:
+    def run(self, sql: str, parameters: tuple[str, ...]) -> list[Any]:
+        """The rows of one statement, on this thread's connection."""
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
             connection = sqlite3.connect(self._path, isolation_level=None)
             self._local.connection = connection
-        return connection
-
-    def mget(self, wanted: list[str]) -> list[bytes | None]:
-        """The values of ``wanted`` (``None`` for a key not stored), in the order asked."""
-        if not wanted:
-            return []
-        sql = _SELECT.format(mark="?") + f"({', '.join('?' * len(wanted))})"
-        found: dict[str, Any] = dict(
-            self._connection().execute(sql, (self._namespace, *wanted)).fetchall()
-        )
-        return [bytes(found[k]) if k in found else None for k in wanted]
+        return connection.execute(sql, parameters).fetchall()
