@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import create_engine
 
 from langchain_gated_parent.stores.journal import Stamp
+from langchain_gated_parent.stores.postings import _Stemmer
 from langchain_gated_parent.stores.sparse import SparseRow, SqliteSparseIndex
 
 if TYPE_CHECKING:
@@ -107,3 +108,13 @@ def test_postings_newer_than_the_rows_read_are_ranked_without_their_new_rows(
     assert found
     assert {p for p, _ in found} <= {r.parent_id for r in _rows(20)}
     assert all(score > 0 for _, score in found)
+
+
+def test_a_question_s_new_words_stemmed_together_as_one_at_a_time() -> None:
+    """Words stemmed in one statement get the terms FTS5 gives each word alone."""
+    words = ["models", "running", "models", "f1", "corpora", "evaluation", "2019", "annotators"]
+    alone = [_Stemmer()([word])[0] for word in words]
+    together = _Stemmer()
+    together(words[1:4])  # some words known before the batch, some new in it
+    assert together(words) == alone
+    assert alone[:3] == [["model"], ["run"], ["model"]]
