@@ -144,3 +144,20 @@ def test_a_view_of_a_gated_build_answers_as_that_build(cache_dir: Path, tmp_path
     )  # a view queries with its own variant's settings
     for peer in (alpha, view, built):
         peer.close()
+
+
+def test_latency_prints_each_round_apart(cache_dir: Path) -> None:
+    """``benchmarks.latency --rounds 2``: each round's medians apart, flat-para their base."""
+    cmd = [
+        *(sys.executable, "-m", "benchmarks.latency", "--data", str(DATA)),
+        *("--setting", "corpus", "--retrievers", "gated", "--rounds", "2"),
+        *("--limit-papers", str(N_PAPERS), "--cache-dir", str(cache_dir)),
+    ]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"corpus setting, {N_PAPERS} papers")
+    firsts = [line.split()[0] for line in lines[1:]]
+    assert firsts == ["round", "flat-para", "gated", "round", "flat-para", "gated"]
+    assert [line for line in lines if line.startswith("round")] == ["round 1", "round 2"]
+    assert all(line.endswith("1.00x") for line in lines if line.startswith("flat-para"))
