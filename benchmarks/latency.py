@@ -17,7 +17,8 @@ median to flat-para's. Retrievers: flat-para, flat-hybrid, gated (the defaults) 
 gated-dense-gate (the gate before the hybrid one); ``--retrievers`` picks others (any name of
 :data:`benchmarks.peers.PEERS`, e.g. ``gated-alpha``). ``--rounds 2`` asks every question again
 and prints each round apart: the first pays for every first read of a section or a term, the
-second shows a process that has read them (a server some time after it started).
+second shows a process that has read them (a server some time after it started), as far as
+its read cache holds them: ``--cached-sections`` sets the gated indexes' ``cached_sections``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def main() -> None:
         help="comma-separated; flat-para, the base of the ratios, is always timed",
     )
     parser.add_argument("--rounds", type=int, default=1, help="times every question is asked")
+    parser.add_argument(
+        "--cached-sections", type=int, default=None, help="the gated indexes' read cache size"
+    )
     args = parser.parse_args()
 
     from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
@@ -56,6 +60,8 @@ def main() -> None:
     peers: list[Peer] = [PEERS[name]() for name in names]
     for peer in peers:
         peer.setting = args.setting
+        if isinstance(peer, GatedPeer):
+            peer.cached_sections = args.cached_sections
     questions = [
         (q.question, p.paper_id if args.setting == "paper" else None)
         for p in papers

@@ -591,6 +591,8 @@ class GatedPeer(Peer):
     """This package's ``GatedParentIndex`` with one :class:`GatedVariant`."""
 
     variant: GatedVariant = field(default_factory=GatedVariant)
+    cached_sections: int | None = None
+    """The index's ``cached_sections`` (``None``: its default), for this process's reads."""
     _index: Any = field(default=None, init=False, repr=False)
     _retriever: Any = field(default=None, init=False, repr=False)
 
@@ -601,7 +603,7 @@ class GatedPeer(Peer):
         from langchain_gated_parent.index import GatedParentIndex
 
         self._index = GatedParentIndex(
-            embeddings, directory=directory / "gated", **self.variant.build
+            embeddings, directory=directory / "gated", **self.variant.build, **self._reads()
         )
         self._index.add_documents(
             [
@@ -630,8 +632,11 @@ class GatedPeer(Peer):
         from langchain_gated_parent.index import GatedParentIndex
 
         index = built._index
-        self._index = GatedParentIndex(index.embeddings, directory=index.directory)
+        self._index = GatedParentIndex(index.embeddings, directory=index.directory, **self._reads())
         self._retriever = self._index.as_retriever(**self.variant.retriever)
+
+    def _reads(self) -> dict[str, Any]:
+        return {} if self.cached_sections is None else {"cached_sections": self.cached_sections}
 
     def _kwargs(self, paper_id: str | None) -> dict[str, Any]:
         return {"filter": {DOC_ID: paper_id}} if paper_id is not None else {}

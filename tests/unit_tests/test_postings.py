@@ -66,6 +66,7 @@ def _pair(engine: Engine) -> tuple[SqliteSparseIndex, SqliteSparseIndex]:
         "unseen words only",
     ],
 )
+@pytest.mark.filterwarnings("error::DeprecationWarning")  # the postings are parsed from text
 def test_cached_postings_rank_as_fts5_bm25(engine: Engine, query: str) -> None:
     cached, fts5 = _pair(engine)
     fts5.upsert(_rows(300))
