@@ -79,7 +79,7 @@ class _Stemmer:
         self._stems: dict[str, list[str]] = {}
 
     def __call__(self, words: Sequence[str]) -> list[list[str]]:
-        """Each word's distinct terms, in order (a question's new words stemmed in one go)."""
+        """Each word's distinct terms, sorted (a question's new words stemmed in one go)."""
         with self._lock:
             new = [w for w in dict.fromkeys(words) if w not in self._stems]
             if new:
