@@ -184,7 +184,7 @@ class GatedParentIndex:
         lock_timeout: seconds a write waits for another process's write to the same index to
             end before it raises ``WriterLockTimeoutError`` naming that writer (default 600).
         cached_sections: how many opened sections (with their children) this process keeps
-            decoded between queries, for the index's current version only (default 2048;
+            decoded between queries, for the index's current version only (default 8192;
             ``HEADERS_PER_SECTION`` times as many candidates' headers, and as many query terms'
             postings; 0 keeps none). See :mod:`~langchain_gated_parent.stores.section_reads`.
 

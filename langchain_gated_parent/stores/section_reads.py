@@ -8,6 +8,7 @@ before and after, tells when it did.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from dataclasses import replace
@@ -41,12 +42,15 @@ QUIET_READ_ATTEMPTS = 4
 EXACT_DOCUMENTS = 8
 """A ``doc_id`` filter on at most this many documents is scored exactly (see
 :meth:`SectionReads.of_documents`)."""
-DEFAULT_CACHED_SECTIONS = 2048
-"""Opened sections a process keeps decoded: at QASPER's section sizes about 22 KB each (the
-parent, its children's texts, metadata and vectors), 45 MB in all."""
+DEFAULT_CACHED_SECTIONS = 8192
+"""Opened sections a process keeps decoded: at QASPER's section sizes about 24 KB each (the
+parent, its children's texts, metadata, vectors and term counts), 195 MB at most. Sized to
+hold what a server's questions open: one pass over QASPER dev's 888 questions opens 7,042
+distinct sections of 1,169 papers, and a cache that holds fewer has dropped them by the time
+they are asked about again (BENCHMARKS.md, "A process that has read its sections")."""
 HEADERS_PER_SECTION = 4
-"""Candidates' headers kept per opened section (about 2.3 KB each, 19 MB in all by default): a
-query reads three candidates for each section it opens."""
+"""Candidates' headers kept per opened section (about 2.2 KB each, 70 MB at most by default):
+a query reads three candidates for each section it opens."""
 
 
 class Observer(Protocol):
@@ -183,9 +187,10 @@ class SectionReads:
                 [str(own[keys.CHUNK_ID]) for own in record.children],
                 child_texts(parent, record.children),
                 [{**shared, **own} for own in record.children],
-                record.child_vectors,
+                record.child_vectors.copy(),  # a view would keep the whole record alive
                 {pid: parent},
-                [Counter(t.split()) for t in terms] if terms is not None else None,
+                # Terms recur across sections: interned, a kept section holds no copy of its own.
+                [Counter(map(sys.intern, t.split())) for t in terms] if terms is not None else None,
             )
         return opened
 

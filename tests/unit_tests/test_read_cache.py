@@ -6,7 +6,10 @@ import pytest
 
 from langchain_gated_parent.stores.journal import Stamp
 from langchain_gated_parent.stores.read_cache import ReadCache
-from langchain_gated_parent.stores.section_reads import check_cached_sections
+from langchain_gated_parent.stores.section_reads import (
+    DEFAULT_CACHED_SECTIONS,
+    check_cached_sections,
+)
 
 
 def test_a_read_is_kept_for_the_version_seen_before_it() -> None:
@@ -60,4 +63,4 @@ def test_capacity_zero_keeps_nothing() -> None:
 def test_a_cache_size_that_is_not_a_count_is_refused_with_the_fix(size: object) -> None:
     with pytest.raises(ValueError, match=r"cached_sections must be an integer >= 0") as refused:
         check_cached_sections(size)
-    assert "cached_sections=2048" in str(refused.value)
+    assert f"cached_sections={DEFAULT_CACHED_SECTIONS}" in str(refused.value)

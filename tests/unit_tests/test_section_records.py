@@ -15,6 +15,8 @@ from langchain_core.stores import InMemoryByteStore
 from langchain_gated_parent import keys
 from langchain_gated_parent.lexical import child_terms
 from langchain_gated_parent.records import ChildRows
+from langchain_gated_parent.stores.journal import Journal
+from langchain_gated_parent.stores.section_reads import SectionReads
 from langchain_gated_parent.stores.sections import SectionStore, decode, encode, section_of
 
 DIMENSION = 4
@@ -133,3 +135,25 @@ def test_the_store_returns_records_in_the_order_asked_and_forgets_deleted_ones()
     assert list(store.get(["P-b", "P-missing", "P-a"])) == ["P-b", "P-a"]
     store.delete(["P-a", "P-unknown"])
     assert store.parent_ids() == {"P-b"}
+
+
+def test_a_kept_section_holds_its_own_vectors_and_shares_its_terms() -> None:
+    """What the read cache keeps of an opened section does not keep the record's bytes alive
+    (its vectors are a copy, not a view of them) and holds one copy of a term across sections."""
+    store = SectionStore(InMemoryByteStore())
+    first = section_of(parent("P-a"), unit_rows(1, 0)[0], [child(0), child(2)], unit_rows(2, 1))
+    second = section_of(parent("P-b"), unit_rows(1, 2)[0], [child(2)], unit_rows(1, 3))
+    store.put([first, second])
+    docs = {"P-a": parent("P-a"), "P-b": parent("P-b")}
+    reads = SectionReads(
+        Journal(InMemoryByteStore()),
+        store,
+        lambda ids: [docs.get(p) for p in ids],
+        cached_sections=4,
+    )
+    opened = reads._read(["P-a", "P-b"])  # what the read cache is given to keep
+    assert opened["P-a"].vectors.base is None
+    assert np.array_equal(opened["P-a"].vectors, first.child_vectors)
+    (rat_a,) = [t for t in opened["P-a"].terms[1] if t == "rat"]  # type: ignore[index]
+    (rat_b,) = [t for t in opened["P-b"].terms[0] if t == "rat"]  # type: ignore[index]
+    assert rat_a is rat_b
