@@ -938,7 +938,7 @@ class GatedParentIndex:
 
     # ------------------------------------------------------------------ inspection
     def verify(self) -> VerifyReport:
-        """Check that the docstore, the parent vectors and the child vectors agree exactly."""
+        """Check that the docstore, section records, term index and vectors agree exactly."""
         self.refresh()
         problems: list[str] = []
         manifests = self.journal.all_manifests()
@@ -949,9 +949,12 @@ class GatedParentIndex:
         expected_parents = {p for m in manifests.values() for p in m.get("parents", [])}
         expected_children = {c for m in manifests.values() for c in m.get("children", [])}
         records = self.section_store.parent_ids()
+        indexed = stored_parents if self.sparse is None else self.sparse.parent_ids()
         checks = [
             ("parent without a section record", stored_parents - records),
             ("section record without a parent", records - stored_parents),
+            ("parent without a term-index row", stored_parents - indexed),
+            ("term-index row without a parent", indexed - stored_parents),
             ("parent in docstore without a vector", stored_parents - parent_vectors),
             ("parent vector without a docstore entry", parent_vectors - stored_parents),
             ("parent not in any manifest", stored_parents - expected_parents),

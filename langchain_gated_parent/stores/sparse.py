@@ -81,6 +81,10 @@ class SparseIndex(Protocol):
         """Every ``(parent_id, doc_id, indexed text)``, by parent id (to check consistency)."""
         ...
 
+    def parent_ids(self) -> set[str]:
+        """Every parent with a row (for :meth:`~..index.GatedParentIndex.verify`)."""
+        ...
+
 
 def query_terms(query: str) -> list[str]:
     """The distinct terms of a question (the package's tokenizer: stop words dropped)."""
@@ -234,6 +238,13 @@ class SqliteSparseIndex:
         with self._engine.connect() as conn:
             return [(str(p), str(d), str(b)) for p, d, b in conn.execute(sql)]
 
+    def parent_ids(self) -> set[str]:
+        """Every parent with a row."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        with self._engine.connect() as conn:
+            return {str(p) for (p,) in conn.execute(text(f"SELECT parent_id FROM {self._ids}"))}  # noqa: S608
+
 
 class PostgresSparseIndex:
     """PostgreSQL full-text search over parents: a ``tsvector`` column with a GIN index."""
@@ -338,6 +349,13 @@ class PostgresSparseIndex:
         sql = text(f"SELECT parent_id, doc_id, body::text FROM {self._table} ORDER BY parent_id")  # noqa: S608
         with self._engine.connect() as conn:
             return [(str(p), str(d), str(b)) for p, d, b in conn.execute(sql)]
+
+    def parent_ids(self) -> set[str]:
+        """Every parent with a row."""
+        from sqlalchemy import text  # noqa: PLC0415
+
+        with self._engine.connect() as conn:
+            return {str(p) for (p,) in conn.execute(text(f"SELECT parent_id FROM {self._table}"))}  # noqa: S608
 
 
 def open_sparse(

@@ -172,3 +172,20 @@ def test_the_gate_without_sparse_and_child_search_is_the_dense_gate(spec: StoreS
     (target,) = _parents_with(index, RARE)
     assert target in [p.id for p in hybrid.parents]
     assert any(d.metadata["parent_id"] == target for d in hybrid.documents)
+
+
+def test_verify_names_a_term_index_row_out_of_step_with_the_parents(spec: StoreSpec) -> None:
+    """A row lost from the term index, or one left for a parent that is gone, is reported."""
+    from langchain_gated_parent.stores.sparse import SparseRow
+
+    index = spec.open(fake_embeddings())
+    index.add_documents([_document("a"), _document("b", rare_in="None")])
+    assert index.sparse is not None
+    assert index.verify().ok
+    (lost,) = _parents_with(index, RARE)
+    index.sparse.delete([lost])
+    index.sparse.upsert([SparseRow("P-gone:s9", "gone", "a stray row")])
+    assert sorted(index.verify().problems) == [
+        f"parent without a term-index row: {lost}",
+        "term-index row without a parent: P-gone:s9",
+    ]
