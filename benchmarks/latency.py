@@ -71,13 +71,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         builds: dict[str, GatedPeer] = {}
         for peer in peers:
-            key = repr(peer.variant.build) if isinstance(peer, GatedPeer) else None
+            if not isinstance(peer, GatedPeer):
+                peer.build(papers, Path(tmp) / peer.name, embeddings)
+                continue
+            key = repr(peer.variant.build)
             if key in builds:
                 peer.view(builds[key])
                 continue
             peer.build(papers, Path(tmp) / peer.name, embeddings)
-            if key is not None:
-                builds[key] = peer
+            builds[key] = peer
         for question, paper_id in questions[:WARMUP]:
             for peer in peers:
                 peer.search(question, paper_id)

@@ -146,18 +146,34 @@ def test_a_view_of_a_gated_build_answers_as_that_build(cache_dir: Path, tmp_path
         peer.close()
 
 
-def test_latency_prints_each_round_apart(cache_dir: Path) -> None:
-    """``benchmarks.latency --rounds 2``: each round's medians apart, flat-para their base."""
+def _printed(module: str, cache_dir: Path, *args: str) -> list[str]:
+    """What ``python -m benchmarks.<module>`` prints over the first papers (it must exit 0)."""
     cmd = [
-        *(sys.executable, "-m", "benchmarks.latency", "--data", str(DATA)),
-        *("--setting", "corpus", "--retrievers", "gated", "--rounds", "2"),
-        *("--limit-papers", str(N_PAPERS), "--cache-dir", str(cache_dir)),
+        *(sys.executable, "-m", f"benchmarks.{module}", "--data", str(DATA)),
+        *("--limit-papers", str(N_PAPERS), "--cache-dir", str(cache_dir), *args),
     ]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    lines = proc.stdout.splitlines()
+    return proc.stdout.splitlines()
+
+
+def test_latency_prints_each_round_apart(cache_dir: Path) -> None:
+    """``benchmarks.latency --rounds 2``: each round's medians apart, flat-para their base."""
+    lines = _printed(
+        "latency", cache_dir, "--setting", "corpus", "--retrievers", "gated", "--rounds", "2"
+    )
     assert lines[0].startswith(f"corpus setting, {N_PAPERS} papers")
     firsts = [line.split()[0] for line in lines[1:]]
     assert firsts == ["round", "flat-para", "gated", "round", "flat-para", "gated"]
     assert [line for line in lines if line.startswith("round")] == ["round 1", "round 2"]
     assert all(line.endswith("1.00x") for line in lines if line.startswith("flat-para"))
+
+
+def test_read_cache_prints_memory_kept_per_section(cache_dir: Path) -> None:
+    """``benchmarks.read_cache``: what one pass keeps, and what a kept entry costs."""
+    lines = _printed("read_cache", cache_dir, "--cached-sections", "64")
+    assert lines[0].startswith(f"{N_PAPERS} papers, ")
+    assert lines[1].startswith("cached_sections 64: ")
+    assert lines[1].endswith(" MB kept after one pass over the questions")
+    opened, header = (float(part.split()[-2]) for part in lines[2].split(":")[1].split(","))
+    assert opened > header > 0  # a kept section holds its children, a header only its vector
