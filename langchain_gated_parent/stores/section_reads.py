@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -112,7 +111,7 @@ class SectionReads:
         version = self._headers.version
         cached = self._headers.get(ids)
         read = self._records.get([p for p in ids if p not in cached], children=False)
-        self._headers.put({p: _detached(s) for p, s in read.items()}, version)
+        self._headers.put(read, version)
         return {p: cached[p] if p in cached else read[p] for p in ids if p in cached or p in read}
 
     def of_documents(self, doc_ids: Sequence[str]) -> dict[str, Section]:
@@ -187,18 +186,12 @@ class SectionReads:
                 [str(own[keys.CHUNK_ID]) for own in record.children],
                 child_texts(parent, record.children),
                 [{**shared, **own} for own in record.children],
-                record.child_vectors.copy(),  # a view would keep the whole record alive
+                record.child_vectors,
                 {pid: parent},
                 # Terms recur across sections: interned, a kept section holds no copy of its own.
                 [Counter(map(sys.intern, t.split())) for t in terms] if terms is not None else None,
             )
         return opened
-
-
-def _detached(header: Section) -> Section:
-    """A header that keeps its own vector, not the whole record it was read from alive."""
-    empty = np.empty((0, header.vector.shape[0]), np.float32)
-    return replace(header, vector=header.vector.copy(), child_vectors=empty)
 
 
 def _joined(opened: Sequence[ChildRows]) -> ChildRows:

@@ -73,6 +73,8 @@ def decode(raw: bytes, *, children: bool = True) -> Section:
     count = header["child_count"]
     offset = start + children_size
     rows = 1 + count if children else 1
+    # Copied out of ``raw``: a view would keep the whole record alive as long as a read cache
+    # keeps the section.
     matrix = np.frombuffer(raw, dtype="<f4", count=rows * dimension, offset=offset)
     matrix = matrix.reshape(rows, dimension)
     terms = None
@@ -83,9 +85,9 @@ def decode(raw: bytes, *, children: bool = True) -> Section:
         doc_id=header["doc_id"],
         headings=header["headings"],
         child_count=count,
-        vector=matrix[0],
+        vector=matrix[0].copy(),
         children=json.loads(raw[start:offset]) if children else [],
-        child_vectors=matrix[1:],
+        child_vectors=matrix[1:].copy(),
         child_terms=terms,
     )
 
