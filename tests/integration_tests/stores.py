@@ -156,7 +156,7 @@ class StoreSpec:
                 store.mdelete(list(store.yield_keys()))
             sparse = open_sparse(sql_docstore(self.postgres_url, self.namespace), self.name)
             if sparse is not None:
-                sparse.delete([row[0] for row in sparse.rows()])
+                sparse.delete(sorted(sparse.parent_ids()))
 
 
 def snapshot(index: GatedParentIndex) -> dict[str, Any]:
