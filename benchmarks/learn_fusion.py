@@ -90,7 +90,7 @@ def widened_plan(retriever: Any, query: str, vector: list[float], where: Any, ne
 def collect(args: argparse.Namespace) -> None:
     from benchmarks.tune_defaults import build_gated, flat_para, load_split
     from langchain_gated_parent import keys, scoring
-    from langchain_gated_parent.lexical import bm25_of_counts
+    from langchain_gated_parent.lexical import bm25_of_terms
 
     split = load_split(args.data, args.limit_papers, args.cache_dir, progress=False)
     questions, vectors, score = split.questions, split.vectors, split.score
@@ -126,7 +126,7 @@ def collect(args: argparse.Namespace) -> None:
                         n_cand,
                         texts,
                         scoring,
-                        bm25_of_counts,
+                        bm25_of_terms,
                         keys,
                     )
                 )
@@ -197,7 +197,7 @@ def _features(q, v, rows, gate, n_default_gate, parts, n_cand, texts, scoring, b
             "n_cand": n_cand,
         }
     cos = scoring.similarity(rows.vectors @ np.asarray(v, np.float32))
-    lex = bm25(q.question, rows.term_counts)
+    lex = bm25(q.question, rows.bm25_terms)
     s_c = scoring.blend(cos, lex, 0.3)
     g_of = {g.parent_id: g for g in gate}
     pids = rows.parent_ids

@@ -4,7 +4,7 @@ Dense and lexical retrieval fail on different questions (an exact figure, a data
 acronym is a word match before it is a meaning). The gate leaves only a few dozen candidate
 children, so BM25 can be computed exactly over them at query time: no inverted index to build,
 store or keep consistent. Statistics (document frequencies, average length) come from the
-candidates themselves. A child's terms are counted when it is written and kept in its section
+candidates themselves. A child's terms are listed when it is written and kept in its section
 record (:func:`child_terms`), so a query does not tokenize the children it opens.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -84,12 +83,22 @@ TERMS_RULE = 1
 
 
 @functools.lru_cache(maxsize=16384)
-def term_counts(text: str) -> Counter[str]:
-    """The terms of ``text`` with their counts (read-only: the result is cached).
+def terms_of(text: str) -> str:
+    """The terms of ``text``, :func:`searchable`.
 
-    The same heading titles recur across queries, so their terms are counted once per process.
+    Cached: the same heading titles recur across queries, so they are tokenized once per process.
     """
-    return Counter(tokenize(text))
+    return searchable(" ".join(tokenize(text)))
+
+
+def searchable(terms: str) -> str:
+    """Space-separated terms as :func:`bm25_of_terms` reads them.
+
+    Each term stands between two spaces of its own (``" t1  t2 "``), so counting ``" word "``
+    counts each whole term equal to the word, repeats included, and no term that merely
+    contains it.
+    """
+    return f" {terms.replace(' ', '  ')} " if terms else ""
 
 
 def child_terms(own: Mapping[str, Any], text: str) -> list[str]:
@@ -115,25 +124,33 @@ def bm25(
     Scaling by the maximum puts the lexical signal on the [0, 1] scale of the dense scores, so
     the two can be blended with one weight. All zeros when no query word occurs.
     """
-    return bm25_of_counts(query, [term_counts(t) for t in texts], k1=k1, b=b)
+    return bm25_of_terms(query, [terms_of(t) for t in texts], k1=k1, b=b)
 
 
-def bm25_of_counts(
-    query: str, docs: Sequence[Mapping[str, int]], *, k1: float = 1.2, b: float = 0.75
+def bm25_of_terms(
+    query: str, terms: Sequence[str], *, k1: float = 1.2, b: float = 0.75
 ) -> NDArray[np.float64]:
-    """:func:`bm25` of candidates whose terms are already counted (:func:`child_terms`)."""
-    terms = set(tokenize(query))
-    if not docs or not terms:
-        return np.zeros(len(docs))
-    lengths = np.array([sum(d.values()) for d in docs], dtype=np.float64)
+    """:func:`bm25` of candidates whose terms are already listed (each :func:`searchable`).
+
+    Each query word is counted in each candidate's string of terms (``str.count``, in C),
+    instead of counting every candidate's terms into a dict first: a question has a handful of
+    words and a candidate dozens of terms, and counting them all cost ~20 µs a child, most of
+    what a query paid to open a section for the first time.
+    """
+    words = set(tokenize(query))
+    if not terms or not words:
+        return np.zeros(len(terms))
+    lengths = np.array([t.count(" ") // 2 for t in terms], dtype=np.float64)
     average = float(lengths.mean()) or 1.0
-    scores = np.zeros(len(docs))
-    for term in terms:
-        tf = np.array([d.get(term, 0) for d in docs], dtype=np.float64)
-        df = int(np.count_nonzero(tf))
-        if df == 0:
+    everything = "".join(terms)
+    scores = np.zeros(len(terms))
+    for word in words:
+        pattern = f" {word} "
+        if pattern not in everything:
             continue
-        idf = math.log(1.0 + (len(docs) - df + 0.5) / (df + 0.5))
+        tf = np.array([t.count(pattern) for t in terms], dtype=np.float64)
+        df = int(np.count_nonzero(tf))
+        idf = math.log(1.0 + (len(terms) - df + 0.5) / (df + 0.5))
         scores += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lengths / average))
     best = float(scores.max())
     return scores / best if best > 0 else scores

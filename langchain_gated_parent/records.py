@@ -7,13 +7,12 @@ read here, once, into the typed fields the scoring needs.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langchain_gated_parent import keys
-from langchain_gated_parent.lexical import child_terms
+from langchain_gated_parent.lexical import child_terms, searchable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -59,8 +58,9 @@ class ChildRows:
     metadatas: list[dict[str, Any]]
     vectors: NDArray[np.float32]
     parents: dict[str, Document] = field(default_factory=dict)
-    terms: list[Counter[str]] | None = None
-    """Each child's BM25 terms with their counts; ``None``: counted from the texts when asked."""
+    terms: list[str] | None = None
+    """Each child's BM25 terms (:func:`~.lexical.searchable`); ``None``: listed from the texts
+    when asked."""
 
     @cached_property
     def parent_ids(self) -> list[str]:
@@ -76,12 +76,12 @@ class ChildRows:
         ]
 
     @cached_property
-    def term_counts(self) -> list[Counter[str]]:
-        """Each child's BM25 terms with their counts (:func:`~.lexical.child_terms`)."""
+    def bm25_terms(self) -> list[str]:
+        """Each child's BM25 terms (:func:`~.lexical.child_terms`, :func:`~.lexical.searchable`)."""
         if self.terms is not None:
             return self.terms
         return [
-            Counter(child_terms(meta, text))
+            searchable(" ".join(child_terms(meta, text)))
             for meta, text in zip(self.metadatas, self.texts, strict=True)
         ]
 

@@ -23,7 +23,7 @@ from pydantic import ConfigDict
 from typing_extensions import override
 
 from langchain_gated_parent import keys, params, scoring
-from langchain_gated_parent.lexical import bm25, bm25_of_counts
+from langchain_gated_parent.lexical import bm25, bm25_of_terms
 from langchain_gated_parent.params import SearchFields, SearchParams
 from langchain_gated_parent.records import ChildRows, Explanation, SearchStore, Section
 
@@ -322,7 +322,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
             return explanation
         cosine = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
         lexical = (
-            bm25_of_counts(query, rows.term_counts) if settings.lexical_weight or learned else None
+            bm25_of_terms(query, rows.bm25_terms) if settings.lexical_weight or learned else None
         )
         child_scores = cosine
         if settings.lexical_weight and lexical is not None:

@@ -8,14 +8,13 @@ before and after, tells when it did.
 
 from __future__ import annotations
 
-import sys
 import time
-from collections import Counter
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.lexical import searchable
 from langchain_gated_parent.prepare import document_metadata
 from langchain_gated_parent.records import ChildRows, Section
 from langchain_gated_parent.stores.read_cache import ReadCache
@@ -188,8 +187,7 @@ class SectionReads:
                 [{**shared, **own} for own in record.children],
                 record.child_vectors,
                 {pid: parent},
-                # Terms recur across sections: interned, a kept section holds no copy of its own.
-                [Counter(map(sys.intern, t.split())) for t in terms] if terms is not None else None,
+                None if terms is None else [searchable(t) for t in terms],
             )
         return opened
 
@@ -202,19 +200,19 @@ def _joined(opened: Sequence[ChildRows]) -> ChildRows:
         [m for rows in opened for m in rows.metadatas],
         np.vstack([rows.vectors for rows in opened]) if opened else np.empty((0, 0), np.float32),
         {p: d for rows in opened for p, d in rows.parents.items()},
-        [c for rows in opened for c in rows.term_counts],
+        [t for rows in opened for t in rows.bm25_terms],
     )
 
 
 def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:
     """The rows (and parents) of the given documents only."""
     keep = [n for n, meta in enumerate(rows.metadatas) if meta.get(keys.DOC_ID) in doc_ids]
-    counts = rows.term_counts
+    terms = rows.bm25_terms
     return ChildRows(
         [rows.ids[n] for n in keep],
         [rows.texts[n] for n in keep],
         [rows.metadatas[n] for n in keep],
         rows.vectors[keep],
         {p: d for p, d in rows.parents.items() if d.metadata.get(keys.DOC_ID) in doc_ids},
-        [counts[n] for n in keep],
+        [terms[n] for n in keep],
     )
