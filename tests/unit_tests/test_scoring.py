@@ -112,17 +112,20 @@ def _brute_dedupe(order, spans, texts, vectors, threshold):  # type: ignore[no-u
 @pytest.mark.parametrize("seed", range(20))
 def test_dedupe_matches_brute_force(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(0, 30))
-    base = rng.normal(size=(6, 8))
-    vectors = base[rng.integers(0, 6, n)] + rng.normal(scale=0.05, size=(n, 8))
+    n = int(rng.integers(0, 60))
+    # Repeats of all three kinds, and enough distinct children that a limit takes several
+    # blocks of candidates to reach.
+    base = rng.normal(size=(30, 8))
+    vectors = base[rng.integers(0, 30, n)] + rng.normal(scale=0.05, size=(n, 8))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    spans = [("d", int(s), int(s) + 5) for s in rng.integers(0, 10, n)]
-    texts = [rng.choice(["48 h  before", "48 H before", "20 nM", "other"]) for _ in range(n)]
+    spans = [("d", int(s), int(s) + 5) for s in rng.integers(0, 80, n)]
+    repeated = ["48 h  before", "48 H before", "20 nM", "other"]
+    texts = [str(rng.choice(repeated)) if rng.random() < 0.2 else f"t{i}" for i in range(n)]
     order = [int(i) for i in rng.permutation(n)]
     got = scoring.dedupe(order, spans, texts, vectors.astype(np.float32), near_duplicate=0.99)
     want = _brute_dedupe(order, spans, texts, vectors, 0.99)
     assert got == want
-    limit = int(rng.integers(1, 5))
+    limit = int(rng.integers(1, 25))
     limited = scoring.dedupe(
         order, spans, texts, vectors.astype(np.float32), near_duplicate=0.99, limit=limit
     )
