@@ -14,7 +14,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -198,11 +198,6 @@ def normalize_text(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-_DEDUPE_BLOCK = 16
-"""Candidates :func:`dedupe` compares at once at the least (a short ``limit`` still needs a
-few more than it keeps, when some repeat)."""
-
-
 def dedupe(  # noqa: PLR0913 (parallel arrays of one candidate list, plus two knobs)
     ranked_rows: Sequence[int],
     spans: Sequence[tuple[str, int, int]],
@@ -222,41 +217,30 @@ def dedupe(  # noqa: PLR0913 (parallel arrays of one candidate list, plus two kn
     """
     seen_spans: set[tuple[str, int, int]] = set()
     seen_texts: set[str] = set()
+    # Each candidate is compared with the children kept so far only (at most ``limit``), not
+    # with every other candidate: the retriever ranks every child of the opened sections, and
+    # with a small ``limit`` the scan stops after a few of them. A product of a few dozen rows
+    # per candidate, not a threaded BLAS matrix product (which costs more to start than the
+    # arithmetic, and slows every thread of the process beside the embedding's).
     near = None if vectors is None or near_duplicate is None else (vectors, near_duplicate)
-    goal = len(ranked_rows) if limit is None else min(limit, len(ranked_rows))
+    rows = len(ranked_rows) if limit is None else min(limit, len(ranked_rows))
+    width, dtype = (0, np.float32) if near is None else (near[0].shape[1], near[0].dtype)
+    kept_vectors = np.empty((rows, width), dtype)  # the kept children's vectors, as compared
     kept: list[int] = []
-    kept_vectors: list[Any] = []
-    # The candidates are compared in blocks of as many as are still wanted: each block in two
-    # matrix products (against the children kept so far, and within itself) rather than one
-    # product per candidate, and the scan stops at the block where ``limit`` is reached.
-    start = 0
-    while start < len(ranked_rows) and len(kept) < goal:
-        block = list(ranked_rows[start : start + max(goal - len(kept), _DEDUPE_BLOCK)])
-        start += len(block)
-        near_kept: list[bool] = [False] * len(block)
-        near_earlier: dict[int, list[int]] = {}
+    for row in ranked_rows:
+        if limit is not None and len(kept) >= limit:
+            break
+        text_key = normalize_text(texts[row])
+        if spans[row] in seen_spans or text_key in seen_texts:
+            continue
         if near is not None:
-            rows = near[0][block]
-            if kept_vectors:
-                near_kept = ((rows @ np.asarray(kept_vectors).T) > near[1]).any(axis=1).tolist()
-            pairs = np.argwhere(np.tril((rows @ rows.T) > near[1], -1)).tolist()
-            for later, earlier in pairs:
-                near_earlier.setdefault(later, []).append(earlier)
-        kept_here: set[int] = set()
-        for at, row in enumerate(block):
-            if len(kept) >= goal:
-                break
-            text_key = normalize_text(texts[row])
-            if spans[row] in seen_spans or text_key in seen_texts or near_kept[at]:
+            vector = near[0][row]
+            if kept and bool((kept_vectors[: len(kept)] @ vector > near[1]).any()):
                 continue
-            if any(earlier in kept_here for earlier in near_earlier.get(at, ())):
-                continue
-            if near is not None:
-                kept_vectors.append(near[0][row])
-            seen_spans.add(spans[row])
-            seen_texts.add(text_key)
-            kept_here.add(at)
-            kept.append(row)
+            kept_vectors[len(kept)] = vector
+        seen_spans.add(spans[row])
+        seen_texts.add(text_key)
+        kept.append(row)
     return kept
 
 
