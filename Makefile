@@ -30,7 +30,7 @@ test: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy langchain_gated_parent
+	$(BIN)/mypy langchain_gated_parent benchmarks
 
 bench: venv
 	$(BIN)/python -m benchmarks.qasper --data $(QASPER) --setting paper --out bench-out/paper

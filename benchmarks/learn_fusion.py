@@ -184,7 +184,19 @@ FEATURES_RAW = (
 )
 
 
-def _features(q, v, rows, gate, n_default_gate, parts, n_cand, texts, scoring, bm25, keys):  # noqa: ANN001, ANN202
+def _features(
+    q: Any,
+    v: list[float],
+    rows: Any,
+    gate: Any,
+    n_default_gate: int,
+    parts: Any,
+    n_cand: int,
+    texts: Any,
+    scoring: Any,
+    bm25: Any,
+    keys: Any,
+) -> dict[str, Any]:
     if not rows.ids:
         return {
             "ids": [],
@@ -406,8 +418,8 @@ def fit_listwise(
     y = np.concatenate([p[1] for p in parts])
     offset = 0
     groups = []
-    for p in parts:
-        groups.append(p[2] + offset)
+    for part in parts:
+        groups.append(part[2] + offset)
         offset = groups[-1].max() + 1
     g = np.concatenate(groups)
     mu, sd = F.mean(0), F.std(0) + 1e-9
@@ -491,7 +503,8 @@ def evaluate(data: Data, ranked_ids: list[list[str]], encoding: Any) -> dict[str
 def default_scores(d: dict[str, Any]) -> np.ndarray:
     X = d["q"]["X"]
     c = FEATURES_RAW.index
-    return 0.4 * X[:, c("s_p")] + 0.6 * (0.7 * X[:, c("cos")] + 0.3 * X[:, c("bm25")])
+    scores: np.ndarray = 0.4 * X[:, c("s_p")] + 0.6 * (0.7 * X[:, c("cos")] + 0.3 * X[:, c("bm25")])
+    return scores
 
 
 def fit_main(args: argparse.Namespace) -> None:
@@ -512,7 +525,9 @@ def fit_main(args: argparse.Namespace) -> None:
         report["flat_dev"] = dev_blob["flat"]
     cells = []
 
-    def run_cell(spec: str, l2: float, cap: int | None, gate_only: bool, which: str) -> dict:
+    def run_cell(
+        spec: str, l2: float, cap: int | None, gate_only: bool, which: str
+    ) -> dict[str, Any]:
         # fit on train (fit part for 'holdout', all of it for 'dev'/'train')
         keep = fitp if which == "holdout" else None
         tr = [
@@ -520,7 +535,7 @@ def fit_main(args: argparse.Namespace) -> None:
             for s in SETTINGS
         ]
         if spec == "default":  # the shipped formula, on the widened pool's features
-            w, mu, sd = np.array([0.4, 0.6 * 0.3, 0.6 * 0.7]), np.zeros(3), np.ones(3)
+            mu, sd = np.zeros(3), np.ones(3)
             w = np.array([0.6 * 0.7, 0.6 * 0.3, 0.4])  # cos, bm25, s_p
         else:
             parts = [x.stacked() for x in tr]
@@ -544,6 +559,9 @@ def fit_main(args: argparse.Namespace) -> None:
             ev = {s: (x, train_blob) for s, x in zip(SETTINGS, tr, strict=True)}
             flat = train_blob["flat"]
         else:
+            if dev_blob is None:
+                msg = "--on dev needs --dev (the dev split's features)"
+                raise SystemExit(msg)
             dev_papers = load_papers(Path(dev_blob["data"]))
             sp = "base" if spec == "default" else spec
             ev = {s: (Data(dev_blob, s, dev_papers, sp), dev_blob) for s in SETTINGS}

@@ -180,7 +180,7 @@ def _gain(cell: dict[str, Any], base: dict[str, Any]) -> float | None:
     gains = [cell[f"{s}_ndcg@10"] / base[f"{s}_ndcg@10"] - 1 for s in TARGETS]
     if min(gains) < 0 or max(gains) < MIN_GAIN:
         return None
-    return sum(gains) / len(gains)
+    return float(sum(gains) / len(gains))
 
 
 class _Scorer:
