@@ -6,7 +6,7 @@ query embedded live) and measures with ``tracemalloc`` what the process still ho
 pass: the sections, headers and term postings it kept. Then, on a fresh view, reads the
 headers and then the children of the first 1,000 sections (a few at a time, as a query opens
 them) and measures what stays allocated once the reads' results are dropped: what the cache
-keeps of each.
+keeps of each, and of each child (an opened section's size grows with its children).
 
 Usage:
     .. code-block:: bash
@@ -59,11 +59,13 @@ def main() -> None:
         fresh.as_retriever(k=K).invoke(corpus.questions[0])  # sees the index's version
         header = _kept_bytes(fresh.reads.headers, ids, 3 * OPENED_AT_ONCE) / len(ids)
         opened = _kept_bytes(fresh.reads.children_of, ids, OPENED_AT_ONCE) / len(ids)
+        children = sum(s.child_count for s in fresh.reads.headers(ids).values()) / len(ids)
     print(f"{len(corpus.papers)} papers, {len(corpus.questions)} questions")
     print(f"cached_sections {size}: {kept / 2**20:.0f} MB kept after one pass over the questions")
     print(
         f"kept per section ({len(ids)} measured): opened {opened / 1024:.1f} KB, header "
-        f"{header / 1024:.1f} KB"
+        f"{header / 1024:.1f} KB; {children:.1f} children a section, so "
+        f"{opened / children / 1024:.1f} KB a child"
     )
 
 

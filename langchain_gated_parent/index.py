@@ -186,7 +186,8 @@ class GatedParentIndex:
         cached_sections: how many opened sections (with their children) this process keeps
             decoded between queries, for the index's current version only (default 8192;
             ``HEADERS_PER_SECTION`` times as many candidates' headers, and as many query terms'
-            postings; 0 keeps none). See :mod:`~langchain_gated_parent.stores.section_reads`.
+            postings; 0 keeps none). An opened section takes about 5 KB a child: lower this
+            for long sections. See :mod:`~langchain_gated_parent.stores.section_reads`.
 
     Writers and readers in other processes: every write (``add_documents``, ``delete``,
     ``recover``) holds a writer lock for its whole duration (a lock file in the folder, or an

@@ -41,8 +41,9 @@ EXACT_DOCUMENTS = 8
 """A ``doc_id`` filter on at most this many documents is scored exactly (see
 :meth:`SectionReads.of_documents`)."""
 DEFAULT_CACHED_SECTIONS = 8192
-"""Opened sections a process keeps decoded: at QASPER's section sizes about 21 KB each (the
-parent, its children's texts, metadata, vectors and terms), 175 MB at most. Sized to
+"""Opened sections a process keeps decoded: about 5 KB a child, so at QASPER's section sizes
+about 21 KB each (the parent, its children's texts, metadata, vectors and terms), 175 MB at
+most; a count, so an index of longer sections keeps more. Sized to
 hold what a server's questions open: one pass over QASPER dev's 888 questions opens 7,042
 distinct sections of 1,169 papers, and a cache that holds fewer has dropped them by the time
 they are asked about again (BENCHMARKS.md, "A process that has read its sections")."""
