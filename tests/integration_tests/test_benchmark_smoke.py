@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -175,5 +176,13 @@ def test_read_cache_prints_memory_kept_per_section(cache_dir: Path) -> None:
     assert lines[0].startswith(f"{N_PAPERS} papers, ")
     assert lines[1].startswith("cached_sections 64: ")
     assert lines[1].endswith(" MB kept after one pass over the questions")
-    opened, header = (float(part.split()[-2]) for part in lines[2].split(":")[1].split(","))
+    found = re.fullmatch(
+        r"kept per section \(\d+ measured\): opened ([\d.]+) KB, header ([\d.]+) KB; "
+        r"([\d.]+) children a section, so ([\d.]+) KB a child",
+        lines[2],
+    )
+    assert found is not None, lines[2]
+    opened, header, children, per_child = (float(group) for group in found.groups())
     assert opened > header > 0  # a kept section holds its children, a header only its vector
+    assert children > 0
+    assert per_child == pytest.approx(opened / children, abs=0.1)
