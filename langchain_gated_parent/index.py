@@ -89,6 +89,7 @@ from langchain_gated_parent.stores.docstore import (
     sqlite_docstore,
 )
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, log_stale, opening
+from langchain_gated_parent.stores.postings import DEFAULT_POSTINGS_BYTES
 from langchain_gated_parent.stores.section_reads import (
     DEFAULT_CACHED_SECTIONS,
     EXACT_DOCUMENTS,
@@ -185,9 +186,10 @@ class GatedParentIndex:
             end before it raises ``WriterLockTimeoutError`` naming that writer (default 600).
         cached_sections: how many opened sections (with their children) this process keeps
             decoded between queries, for the index's current version only (default 8192;
-            ``HEADERS_PER_SECTION`` times as many candidates' headers, and as many query terms'
-            postings; 0 keeps none). An opened section takes about 5 KB a child: lower this
-            for long sections. See :mod:`~langchain_gated_parent.stores.section_reads`.
+            ``HEADERS_PER_SECTION`` times as many candidates' headers, and up to
+            ``DEFAULT_POSTINGS_BYTES`` of query terms' postings; 0 keeps none). An opened
+            section takes about 5 KB a child: lower this for long sections. See
+            :mod:`~langchain_gated_parent.stores.section_reads`.
 
     Writers and readers in other processes: every write (``add_documents``, ``delete``,
     ``recover``) holds a writer lock for its whole duration (a lock file in the folder, or an
@@ -285,7 +287,7 @@ class GatedParentIndex:
         self.writer_lock = placement.lock
         self.section_store = placement.sections
         self.sparse: SparseIndex | None = open_sparse(
-            docstore, self.name, cached_terms=cached_sections
+            docstore, self.name, postings_bytes=DEFAULT_POSTINGS_BYTES if cached_sections else 0
         )
         self.reads = SectionReads(
             self.journal,

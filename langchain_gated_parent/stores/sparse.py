@@ -102,10 +102,10 @@ class SqliteSparseIndex:
     Two tables: ``<name>_ids`` maps parent ids to integer row ids (a primary key, so deletes
     are lookups), and the FTS5 table holds the text under that row id. A third, an
     ``fts5vocab`` view of the FTS5 table (no data of its own), lists each term's rows, for the
-    postings kept in memory (``cached_terms`` terms; 0: every search asks FTS5).
+    postings kept in memory (up to ``postings_bytes``; 0: every search asks FTS5).
     """
 
-    def __init__(self, engine: Any, namespace: str, *, cached_terms: int = 0) -> None:
+    def __init__(self, engine: Any, namespace: str, *, postings_bytes: int = 0) -> None:
         """Create the tables if missing."""
         from sqlalchemy import text  # noqa: PLC0415
 
@@ -115,7 +115,7 @@ class SqliteSparseIndex:
         self._fts = f"sparse_fts_{suffix}"
         vocab = f"sparse_terms_{suffix}"
         self._postings = CachedPostings(
-            engine, fts=self._fts, ids=self._ids, vocab=vocab, capacity=cached_terms
+            engine, fts=self._fts, ids=self._ids, vocab=vocab, budget=postings_bytes
         )
         with engine.begin() as conn:
             conn.execute(
@@ -359,13 +359,13 @@ class PostgresSparseIndex:
 
 
 def open_sparse(
-    docstore: BaseStore[str, Document], index_name: str, *, cached_terms: int = 0
+    docstore: BaseStore[str, Document], index_name: str, *, postings_bytes: int = 0
 ) -> SparseIndex | None:
     """The sparse index in the docstore's database, or ``None`` if it has none.
 
     A SQL docstore (SQLite file or PostgreSQL) holds it; any other docstore (in memory, a
     custom store) has no database to put it in, and the gate then runs without it.
-    ``cached_terms``: how many terms' postings a SQLite index keeps in memory.
+    ``postings_bytes``: how much of its terms' postings a SQLite index keeps in memory.
     """
     from langchain_gated_parent.stores.journal import sql_store_of  # noqa: PLC0415
 
@@ -377,5 +377,5 @@ def open_sparse(
     if dialect == "postgresql":
         return PostgresSparseIndex(sql.engine, namespace)
     if dialect == "sqlite" and sql.engine.url.database not in (None, "", ":memory:"):
-        return SqliteSparseIndex(sql.engine, namespace, cached_terms=cached_terms)
+        return SqliteSparseIndex(sql.engine, namespace, postings_bytes=postings_bytes)
     return None

@@ -50,9 +50,9 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 def _pair(engine: Engine) -> tuple[SqliteSparseIndex, SqliteSparseIndex]:
     """Two views of one table: one ranks from cached postings, one asks FTS5 every time."""
-    cached = SqliteSparseIndex(engine, "ns", cached_terms=64)
+    cached = SqliteSparseIndex(engine, "ns", postings_bytes=1 << 20)
     cached.observe(Stamp(seq=1))
-    return cached, SqliteSparseIndex(engine, "ns", cached_terms=0)
+    return cached, SqliteSparseIndex(engine, "ns", postings_bytes=0)
 
 
 @pytest.mark.parametrize(
@@ -83,6 +83,27 @@ def test_cached_postings_rank_as_fts5_bm25(engine: Engine, query: str) -> None:
         assert cached.search(query, n) == got  # warm: from memory, same answer
     terms, _ = cached._postings.kept()  # the postings ranked, not FTS5
     assert terms > 0
+
+
+def test_the_postings_kept_stay_within_their_bytes_and_still_rank(engine: Engine) -> None:
+    """A budget smaller than the postings asked for: the oldest go, the ranking is unchanged."""
+    _, fts5 = _pair(engine)
+    fts5.upsert(_rows(300))
+    queries = ["language model accuracy", "transformer attention", "bleu f1 evaluation"]
+    everything = SqliteSparseIndex(engine, "ns", postings_bytes=1 << 20)
+    everything.observe(Stamp(seq=1))
+    for query in queries:
+        everything.search(query, 40)
+    _, all_bytes = everything._postings.kept()
+    budget = all_bytes // 2
+    small = SqliteSparseIndex(engine, "ns", postings_bytes=budget)
+    small.observe(Stamp(seq=1))
+    for query in [*queries, *queries]:
+        expected = [score for _, score in fts5.search(query, 40)]
+        assert [score for _, score in small.search(query, 40)] == pytest.approx(expected, rel=1e-9)
+        terms, held = small._postings.kept()
+        assert terms > 0
+        assert held <= budget
 
 
 def test_a_new_version_drops_the_postings_kept(engine: Engine) -> None:

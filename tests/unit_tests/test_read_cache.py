@@ -64,3 +64,22 @@ def test_a_cache_size_that_is_not_a_count_is_refused_with_the_fix(size: object) 
     with pytest.raises(ValueError, match=r"cached_sections must be an integer >= 0") as refused:
         check_cached_sections(size)
     assert f"cached_sections={DEFAULT_CACHED_SECTIONS}" in str(refused.value)
+
+
+def test_a_weighed_cache_bounds_the_total_weight_least_recently_used_out() -> None:
+    cache: ReadCache[str] = ReadCache(10, weigh=len)
+    cache.observe(Stamp(seq=1))
+    cache.put({"a": "aaaa", "b": "bbbb"}, version=1)
+    assert cache.weight == 8
+    cache.get(["a"])
+    cache.put({"c": "ccc"}, version=1)  # 11 > 10: "b", used least recently, goes
+    assert cache.get(["a", "b", "c"]) == {"a": "aaaa", "c": "ccc"}
+    assert cache.weight == 7
+    cache.put({"a": "a"}, version=1)  # replacing a value replaces its weight
+    assert cache.weight == 4
+    cache.put({"d": "d" * 11}, version=1)  # heavier than the whole capacity: nothing stays
+    assert cache.get(["a", "c", "d"]) == {}
+    assert cache.weight == 0
+    cache.put({"e": "ee"}, version=1)
+    cache.observe(Stamp(seq=2))
+    assert cache.weight == 0
