@@ -87,11 +87,9 @@ def test_cached_postings_rank_as_fts5_bm25(engine: Engine, query: str) -> None:
 
 def test_the_postings_kept_stay_within_their_bytes_and_still_rank(engine: Engine) -> None:
     """A budget smaller than the postings asked for: the oldest go, the ranking is unchanged."""
-    _, fts5 = _pair(engine)
+    everything, fts5 = _pair(engine)
     fts5.upsert(_rows(300))
     queries = ["language model accuracy", "transformer attention", "bleu f1 evaluation"]
-    everything = SqliteSparseIndex(engine, "ns", postings_bytes=1 << 20)
-    everything.observe(Stamp(seq=1))
     for query in queries:
         everything.search(query, 40)
     _, all_bytes = everything._postings.kept()
