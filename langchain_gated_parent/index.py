@@ -81,6 +81,7 @@ from langchain_gated_parent.stores.chroma import (
     chroma_source,
     filter_keys,
     is_durable,
+    serial_graph_inserts,
     validate_filter,
 )
 from langchain_gated_parent.stores.docstore import (
@@ -260,6 +261,8 @@ class GatedParentIndex:
         import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
 
         client_given = source is not None
+        if source is None or is_durable(source.client) != "remote":
+            serial_graph_inserts()
         if source is None:
             source = ChromaSource(
                 chromadb.PersistentClient(path=str(self.directory / CHROMA_FOLDER))
