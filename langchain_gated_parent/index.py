@@ -81,7 +81,6 @@ from langchain_gated_parent.stores.chroma import (
     chroma_source,
     filter_keys,
     is_durable,
-    serial_graph_inserts,
     validate_filter,
 )
 from langchain_gated_parent.stores.docstore import (
@@ -261,8 +260,6 @@ class GatedParentIndex:
         import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
 
         client_given = source is not None
-        if source is None or is_durable(source.client) != "remote":
-            serial_graph_inserts()
         if source is None:
             source = ChromaSource(
                 chromadb.PersistentClient(path=str(self.directory / CHROMA_FOLDER))
@@ -880,15 +877,17 @@ class GatedParentIndex:
         return found
 
     def document_sections(self, where: dict[str, Any] | None) -> dict[str, Section] | None:
-        """Every section of the documents a ``doc_id`` filter names, or ``None``.
+        """Every section of a few documents, to score exactly; ``None`` to search instead.
 
-        With a filter on at most :data:`EXACT_DOCUMENTS` documents the gate scores all their
-        sections and children exactly, from their records, instead of searching the whole
-        collection's vector index: a few dozen dot products cost less than a filtered ANN
-        search. ``None`` for any other filter (the gate then searches). Documents whose last
-        write did not finish are left out.
+        The documents a ``doc_id`` filter names, if at most :data:`EXACT_DOCUMENTS`; with no
+        filter, every document of an index that holds at most that many. The gate then scores
+        all their sections and children exactly, from their records, instead of searching the
+        vector index: a few dozen dot products cost less than an ANN search, and an exact
+        score finds every stored vector (an HNSW graph of near-identical vectors can leave one
+        that no query returns). ``None`` for any other filter or a larger index. Documents
+        whose last write did not finish are left out.
         """
-        doc_ids = _doc_ids_of(where)
+        doc_ids = self.reads.few_documents() if where is None else _doc_ids_of(where)
         if doc_ids is None or len(doc_ids) > EXACT_DOCUMENTS:
             return None
         return self.reads.of_documents(doc_ids)

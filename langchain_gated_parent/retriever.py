@@ -46,7 +46,11 @@ PASSED_THROUGH = ("tags", "metadata")
 
 @dataclass(frozen=True)
 class _Begin:
-    """Embed the query; meanwhile read the sections of the documents a filter names, if any."""
+    """Embed the query; then, or meanwhile, read the sections to score exactly, if any.
+
+    Those of the few documents a filter names (read beside the embedding), or of a small
+    index with no filter (known at once, read after it).
+    """
 
     query: str
     embed: bool
@@ -489,8 +493,8 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         if isinstance(step, _Begin):
             embed = self.index.embeddings.embed_query
             calls.insert(0, (lambda: embed(step.query)) if step.embed else _nothing)
-            if step.where is None:  # no documents to read beside the embedding
-                return (calls[0](), None)
+            if step.where is None:  # a small index's documents: known at once, after the embedding
+                return (calls[0](), calls[1]())
         elif not isinstance(step, _Search):
             return calls[0]()
         futures = [_SEARCHES.submit(call) for call in calls[1:]]

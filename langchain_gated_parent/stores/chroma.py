@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -160,24 +159,6 @@ def chroma_source(client: object) -> ChromaSource:
         f"langchain_chroma.Chroma, got {type(client).__module__}.{type(client).__qualname__}"
     )
     raise TypeError(msg)
-
-
-GRAPH_THREADS = "RAYON_NUM_THREADS"
-"""The variable that sets how many threads a local Chroma inserts into its HNSW graph with."""
-
-
-def serial_graph_inserts() -> None:
-    """Have a local Chroma insert into its HNSW graph on one thread, unless the user chose.
-
-    Chroma applies each batch of writes to its in-process HNSW graph with one rayon task per
-    record. On a small graph of near-identical vectors, those concurrent inserts sometimes
-    leave a stored vector with no link into it: ``get`` returns it and no query ever does,
-    in that process. Rebuilt from the same log in fresh processes, 10 of 150 graphs lost a
-    vector that way, and 0 of 300 with one thread. Rayon reads the variable when Chroma first
-    inserts in a process, so it is set before a local client is opened; it also caps other
-    rayon pools started later in the process.
-    """
-    os.environ.setdefault(GRAPH_THREADS, "1")
 
 
 def is_durable(client: ClientAPI) -> str | None:

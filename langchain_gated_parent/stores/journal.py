@@ -23,7 +23,7 @@ import warnings
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_gated_parent.stores.keyvalue import fast_mget
+from langchain_gated_parent.stores.keyvalue import fast_keys, fast_mget
 from langchain_gated_parent.stores.sections import SectionStore
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class Journal:
 
         self._raw = store
         self._read = fast_mget(store)
+        self._keys = fast_keys(store)
         self._records: BaseStore[str, Any] = EncoderBackedStore(
             store,
             key_encoder=lambda key: key,
@@ -117,6 +118,14 @@ class Journal:
     def doc_ids(self) -> list[str]:
         """Every document the index holds a manifest for."""
         return [key[len(MANIFEST_PREFIX) :] for key in self._raw.yield_keys(prefix=MANIFEST_PREFIX)]
+
+    def few_doc_ids(self, limit: int) -> list[str] | None:
+        """Every document the index holds a manifest for, if at most ``limit``; else ``None``.
+
+        Reads at most ``limit + 1`` keys, whatever the size of the index.
+        """
+        found = self._keys(MANIFEST_PREFIX, limit + 1)
+        return None if len(found) > limit else [key[len(MANIFEST_PREFIX) :] for key in found]
 
     def put_manifests(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """Write manifests, ``(doc_id, manifest)`` pairs, in one call."""

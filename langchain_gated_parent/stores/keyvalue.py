@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import threading
 import warnings
@@ -13,12 +14,16 @@ if TYPE_CHECKING:
 
     from langchain_core.stores import BaseStore
 
-__all__ = ["fast_mget"]
+__all__ = ["fast_keys", "fast_mget"]
 
 
 _MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 """Positional placeholders by DB-API ``paramstyle`` (SQLite's, psycopg's)."""
 _SELECT = "SELECT key, value FROM langchain_key_value_stores WHERE namespace = {mark} AND key IN "
+_KEYS = (
+    "SELECT key FROM langchain_key_value_stores WHERE namespace = {mark} "
+    "AND substr(key, 1, {mark}) = {mark} LIMIT {mark}"
+)
 
 
 def fast_mget(store: BaseStore[str, bytes]) -> Callable[[list[str]], list[bytes | None]]:
@@ -29,29 +34,10 @@ def fast_mget(store: BaseStore[str, bytes]) -> Callable[[list[str]], list[bytes 
     plain SQL on the same table instead: through the engine's connection pool, or, for a
     SQLite file, on a connection of the reading thread's own (:class:`_SQLiteConnections`).
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from langchain_community.storage import SQLStore  # noqa: PLC0415
-
-    from sqlalchemy import Engine  # noqa: PLC0415
-
-    if not isinstance(store, SQLStore) or not isinstance(store.engine, Engine):
+    driver = _driver(store)
+    if driver is None:
         return store.mget
-    engine, namespace = store.engine, store.namespace
-    database = engine.url.database
-    plain_file = not engine.url.query and database not in (None, "", ":memory:")
-    run: Callable[[str, tuple[str, ...]], Sequence[Any]]
-    if engine.dialect.name == "sqlite" and plain_file:  # its path, as SQLAlchemy resolves it
-        mark, run = "?", _SQLiteConnections(str(Path(str(database)).resolve())).run
-    elif engine.dialect.paramstyle in _MARKS:
-        mark = _MARKS[engine.dialect.paramstyle]
-
-        def run(sql: str, parameters: tuple[str, ...]) -> Sequence[Any]:
-            with engine.connect() as conn:
-                return conn.exec_driver_sql(sql, parameters).all()
-
-    else:
-        return store.mget
+    namespace, mark, run = driver
 
     def mget(wanted: list[str]) -> list[bytes | None]:
         if not wanted:
@@ -61,6 +47,56 @@ def fast_mget(store: BaseStore[str, bytes]) -> Callable[[list[str]], list[bytes 
         return [bytes(rows[k]) if k in rows else None for k in wanted]
 
     return mget
+
+
+def fast_keys(store: BaseStore[str, bytes]) -> Callable[[str, int], list[str]]:
+    """At most ``limit`` keys starting with ``prefix``: ``store.yield_keys``, cut short.
+
+    ``SQLStore.yield_keys`` loads every row of the namespace as an ORM object before the
+    first key; asking whether an index holds a handful of documents must not cost a read of
+    all of them, so the statement stops at ``limit``.
+    """
+    driver = _driver(store)
+    if driver is None:
+        return lambda prefix, limit: list(itertools.islice(store.yield_keys(prefix=prefix), limit))
+    namespace, mark, run = driver
+    sql = _KEYS.format(mark=mark)
+
+    def keys(prefix: str, limit: int) -> list[str]:
+        return [str(key) for (key,) in run(sql, (namespace, len(prefix), prefix, limit))]
+
+    return keys
+
+
+def _driver(
+    store: BaseStore[str, bytes],
+) -> tuple[str, str, Callable[[str, tuple[Any, ...]], Sequence[Any]]] | None:
+    """``(namespace, placeholder, run)`` to query ``store``'s table directly, or ``None``.
+
+    ``None`` unless the store is LangChain's ``SQLStore`` on a driver whose placeholders are
+    known.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.storage import SQLStore  # noqa: PLC0415
+
+    from sqlalchemy import Engine  # noqa: PLC0415
+
+    if not isinstance(store, SQLStore) or not isinstance(store.engine, Engine):
+        return None
+    engine, namespace = store.engine, store.namespace
+    database = engine.url.database
+    plain_file = not engine.url.query and database not in (None, "", ":memory:")
+    if engine.dialect.name == "sqlite" and plain_file:  # its path, as SQLAlchemy resolves it
+        return namespace, "?", _SQLiteConnections(str(Path(str(database)).resolve())).run
+    if engine.dialect.paramstyle not in _MARKS:
+        return None
+
+    def run(sql: str, parameters: tuple[Any, ...]) -> Sequence[Any]:
+        with engine.connect() as conn:
+            return conn.exec_driver_sql(sql, parameters).all()
+
+    return namespace, _MARKS[engine.dialect.paramstyle], run
 
 
 class _SQLiteConnections:
@@ -77,7 +113,7 @@ class _SQLiteConnections:
         self._path = path
         self._local = threading.local()
 
-    def run(self, sql: str, parameters: tuple[str, ...]) -> list[Any]:
+    def run(self, sql: str, parameters: tuple[Any, ...]) -> list[Any]:
         """The rows of one statement, on this thread's connection."""
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None:

@@ -38,8 +38,8 @@ __all__ = [
 QUIET_READ_ATTEMPTS = 4
 """Reads of a gate's children that a write overlapped before only finished documents are kept."""
 EXACT_DOCUMENTS = 8
-"""A ``doc_id`` filter on at most this many documents is scored exactly (see
-:meth:`SectionReads.of_documents`)."""
+"""An index of at most this many documents, or a ``doc_id`` filter on at most this many, is
+scored exactly (see :meth:`SectionReads.of_documents`)."""
 DEFAULT_CACHED_SECTIONS = 8192
 """Opened sections a process keeps decoded: about 5 KB a child, so at QASPER's section sizes
 about 21 KB each (the parent, its children's texts, metadata, vectors and terms), 175 MB at
@@ -91,12 +91,14 @@ class SectionReads:
         self._read_parents = read_parents
         self._headers: ReadCache[Section] = ReadCache(HEADERS_PER_SECTION * cached_sections)
         self._opened: ReadCache[ChildRows] = ReadCache(cached_sections)
+        self._few: ReadCache[list[str] | None] = ReadCache(1)
         self._observers = list(observers)
 
     def observe(self, stamp: Stamp) -> None:
         """The index's version just seen: what was kept of another one is dropped."""
         self._headers.observe(stamp)
         self._opened.observe(stamp)
+        self._few.observe(stamp)
         for observer in self._observers:
             observer.observe(stamp)
 
@@ -113,6 +115,19 @@ class SectionReads:
         read = self._records.get([p for p in ids if p not in cached], children=False)
         self._headers.put(read, version)
         return {p: cached[p] if p in cached else read[p] for p in ids if p in cached or p in read}
+
+    def few_documents(self) -> list[str] | None:
+        """Every document of the index if it holds at most :data:`EXACT_DOCUMENTS`, else ``None``.
+
+        Known once per version of the index (a read of at most nine keys).
+        """
+        version = self._few.version
+        kept = self._few.get([""])
+        if "" in kept:
+            return kept[""]
+        few = self._journal.few_doc_ids(EXACT_DOCUMENTS)
+        self._few.put({"": few}, version)
+        return few
 
     def of_documents(self, doc_ids: Sequence[str]) -> dict[str, Section]:
         """Every section record of these documents (those whose last write finished)."""

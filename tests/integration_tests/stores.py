@@ -9,7 +9,6 @@ compared exactly.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -24,7 +23,6 @@ import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_gated_parent.index import GatedParentIndex
-from langchain_gated_parent.stores.chroma import GRAPH_THREADS
 from langchain_gated_parent.stores.docstore import sql_docstore
 from langchain_gated_parent.stores.journal import (
     JOURNAL_NAMESPACE_SUFFIX,
@@ -253,8 +251,6 @@ def chroma_server(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
     """Run ``chroma run`` on 127.0.0.1 at a free port until the block ends; yields the port.
 
     The server is waited for through its heartbeat and always stopped (terminate, then kill).
-    It inserts into its HNSW graphs on one thread, as the README tells servers to (see
-    ``stores.chroma.serial_graph_inserts``).
     """
     # The `chroma` script installed beside this interpreter (a venv need not be activated).
     chroma = Path(sys.executable).parent / "chroma"
@@ -265,7 +261,6 @@ def chroma_server(path: Path, *, timeout: float = 60.0) -> Iterator[int]:
         [command, "run", "--path", str(path / "data"), "--host", "127.0.0.1", "--port", str(port)],
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, GRAPH_THREADS: "1"},
     )
     try:
         deadline = time.monotonic() + timeout

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from benchmarks.graph_threads import write_docs
 from tests.integration_tests.crash_worker import ROOT
 from tests.integration_tests.rw_worker import PER_WRITE
 from tests.integration_tests.stores import (
@@ -119,20 +120,6 @@ def assert_clean_failure(result: subprocess.CompletedProcess[str]) -> str:
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("gated-parent: error: "), result.stderr
     return lines[0]
-
-
-def write_docs(folder: Path, numbers: range, version: int, front: str = "") -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for number in numbers:
-        body = "\n\n".join(
-            f"# Part {s} of d{number}\n\n"
-            + "\n\n".join(
-                f"Paragraph {p} of part {s} in file d{number}, revision {version}, on glycolysis."
-                for p in range(2)
-            )
-            for s in range(2)
-        )
-        (folder / f"d{number}.md").write_text(front + body, encoding="utf-8")
 
 
 class ReaderLoop(threading.Thread):
@@ -235,6 +222,26 @@ def assert_searchable(index: GatedParentIndex, state: dict[str, Any]) -> None:
         assert missing == [], part
 
 
+def assert_found_by_own_text(index: GatedParentIndex) -> None:
+    """Every stored child is among the retriever's top 3 for its own text, duplicates kept.
+
+    An index of a few documents is scored exactly (no HNSW graph, whose near-identical
+    vectors can leave one no query returns), so the answer does not depend on the process.
+    Dedupe is off: two paragraphs with the same words in another order get nearly the same
+    vector, and it would keep only one of them.
+    """
+    parents = [p for m in index.journal.all_manifests().values() for p in m["parents"]]
+    rows = index.children_of(parents)
+    assert index.document_sections(None) is not None, "expected an index scored exactly"
+    retriever = index.as_retriever(k=3)
+    missing = [
+        child
+        for child, text in zip(rows.ids, rows.texts, strict=True)
+        if child not in [d.id for d in retriever.invoke(text, dedupe=False)]
+    ]
+    assert missing == []
+
+
 def cli_round(work: Path, tally: Tally, embeddings: MiniLMEmbeddings) -> None:
     """One round of the CLI scenario on a fresh folder index (see the module docstring)."""
     from langchain_gated_parent import GatedParentIndex
@@ -307,7 +314,7 @@ def cli_round(work: Path, tally: Tally, embeddings: MiniLMEmbeddings) -> None:
     edited = index.get_parents(manifests["d1.md"]["parents"])
     assert all(p is not None and "revision 2" in p.page_content for p in edited)
     assert index.verify().ok
-    assert_searchable(index, snapshot(index))
+    assert_found_by_own_text(index)
 
 
 def test_cli_writers_and_readers_on_a_folder(tmp_path: Path, embeddings: MiniLMEmbeddings) -> None:

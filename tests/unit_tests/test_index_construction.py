@@ -7,7 +7,6 @@ the SQLite docstore are real, in a temporary folder or in memory.
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import TYPE_CHECKING, Any
 
 import chromadb
@@ -103,24 +102,6 @@ def test_a_model_of_another_dimension_is_refused_before_anything_is_written(
         other.add_documents([OTHER])
     assert stored(other) == before
     assert other.verify().ok
-
-
-# ---------------------------------------------------------------- Chroma's graph threads
-@pytest.mark.parametrize("where", ["folder", "memory"])
-def test_opening_a_local_index_has_chroma_insert_on_one_thread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
-) -> None:
-    monkeypatch.delenv("RAYON_NUM_THREADS", raising=False)
-    GatedParentIndex(CountingEmbeddings(), directory=tmp_path if where == "folder" else None)
-    assert os.environ["RAYON_NUM_THREADS"] == "1"
-
-
-def test_a_thread_count_the_user_chose_is_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("RAYON_NUM_THREADS", "4")
-    GatedParentIndex(CountingEmbeddings(), directory=tmp_path)
-    assert os.environ["RAYON_NUM_THREADS"] == "4"
 
 
 # ---------------------------------------------------------------- the client

@@ -7,8 +7,9 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from langchain_core.stores import InMemoryByteStore
 
-from langchain_gated_parent.stores.keyvalue import fast_mget
+from langchain_gated_parent.stores.keyvalue import fast_keys, fast_mget
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,3 +62,19 @@ def test_fast_reads_of_a_file_work_from_many_threads(tmp_path: Path) -> None:
     assert errors == []
     assert len(results) == 80
     assert all(result == [str(n).encode() for n in range(50)] for result in results)
+
+
+@pytest.mark.parametrize("where", ["file", "memory", "in-memory store"])
+def test_fast_keys_lists_at_most_the_limit_of_one_prefix(tmp_path: Path, where: str) -> None:
+    if where == "in-memory store":
+        store: Any = InMemoryByteStore()
+    else:
+        url = f"sqlite:///{tmp_path / 'kv.sqlite'}" if where == "file" else "sqlite://"
+        store = _sql_store(url)
+        _sql_store(url, namespace="other").mset([("m/x", b"not this namespace")])
+    store.mset([(f"m/{n}", b"") for n in range(5)] + [("n/0", b""), ("m", b"")])
+    keys = fast_keys(store)
+    assert sorted(keys("m/", 10)) == [f"m/{n}" for n in range(5)]
+    assert len(keys("m/", 3)) == 3
+    assert set(keys("m/", 3)) <= {f"m/{n}" for n in range(5)}
+    assert keys("z/", 3) == []

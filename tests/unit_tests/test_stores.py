@@ -54,6 +54,16 @@ def test_config_bumps_the_stamp_and_manifests_round_trip() -> None:
     assert journal.records() == {"config": {"dimension": 3}, "manifest:b": {"status": "complete"}}
 
 
+def test_few_doc_ids_lists_the_documents_only_when_they_are_few() -> None:
+    journal = Journal(InMemoryByteStore())
+    assert journal.few_doc_ids(2) == []
+    journal.put_manifests([("a", {}), ("b", {})])
+    journal.put_config({"dimension": 3}, Stamp())
+    assert sorted(journal.few_doc_ids(2) or []) == ["a", "b"]
+    journal.put_manifests([("c", {})])
+    assert journal.few_doc_ids(2) is None
+
+
 def test_a_second_file_lock_times_out_naming_the_holder(tmp_path: Path) -> None:
     first, second = FileWriterLock(tmp_path / "w.lock"), FileWriterLock(tmp_path / "w.lock")
     assert first.acquire(1.0) is None

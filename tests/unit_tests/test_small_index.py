@@ -1,0 +1,92 @@
+"""An index of a few documents is scored exactly, from its section records, not searched.
+
+Real Chroma and SQLite stores in a temporary folder; the embedding is LangChain's
+``DeterministicFakeEmbedding`` (a fake: these tests check which reads a query makes).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from langchain_gated_parent import GatedParentIndex
+from langchain_gated_parent.stores.section_reads import EXACT_DOCUMENTS
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pytest
+
+
+def _document(number: int) -> Document:
+    text = f"# Methods {number}\n\nCells of batch {number} were lysed on ice.\n\n"
+    text += f"# Results {number}\n\nYield {number} doubled after 48 h."
+    return Document(page_content=text, metadata={"doc_id": f"d{number}"})
+
+
+def _index(tmp_path: Path, documents: int) -> GatedParentIndex:
+    index = GatedParentIndex(DeterministicFakeEmbedding(size=16), directory=tmp_path)
+    index.add_documents([_document(n) for n in range(documents)])
+    return index
+
+
+def _vector_searches(index: GatedParentIndex, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the vector-index searches the index makes from now on."""
+    made: list[str] = []
+    for name in ("search_children", "search_parents"):
+        search = getattr(index.vectors, name)
+
+        def recorded(*args: Any, _name: str = name, _search: Any = search) -> Any:
+            made.append(_name)
+            return _search(*args)
+
+        monkeypatch.setattr(index.vectors, name, recorded)
+    return made
+
+
+def _answers(documents: list[Document]) -> list[tuple[str | None, float]]:
+    return [(d.id, d.metadata["score"]) for d in documents]
+
+
+def test_a_small_index_is_scored_as_a_filter_naming_all_its_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _index(tmp_path, EXACT_DOCUMENTS)
+    searches = _vector_searches(index, monkeypatch)
+    retriever = index.as_retriever(k=5)
+    every = {"doc_id": {"$in": [f"d{n}" for n in range(EXACT_DOCUMENTS)]}}
+    for query in ("lysed on ice", "yield doubled 48 h", "batch 3"):
+        found = retriever.invoke(query)
+        assert found
+        assert _answers(found) == _answers(retriever.invoke(query, filter=every))
+    assert searches == []
+
+
+def test_a_larger_index_is_searched_until_a_delete_makes_it_small(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _index(tmp_path, EXACT_DOCUMENTS + 1)
+    searches = _vector_searches(index, monkeypatch)
+    retriever = index.as_retriever(k=5)
+    assert retriever.invoke("lysed on ice")
+    assert "search_children" in searches
+    searches.clear()
+    index.delete(["d0"])
+    found = retriever.invoke("lysed on ice")
+    assert searches == []
+    assert found
+    assert all(d.metadata["doc_id"] != "d0" for d in found)
+
+
+def test_a_filter_on_other_metadata_is_searched_even_in_a_small_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = GatedParentIndex(DeterministicFakeEmbedding(size=16), directory=tmp_path)
+    index.add_documents(
+        [Document(page_content="# A\n\nCells.", metadata={"doc_id": "a", "lab": "n"})]
+    )
+    searches = _vector_searches(index, monkeypatch)
+    assert index.as_retriever().invoke("cells", filter={"lab": "n"})
+    assert "search_children" in searches
