@@ -9,17 +9,16 @@ Usage:
 a load spike can land on one build and not the other. Here both are built in turn,
 ``--rounds`` times, which goes first alternating, every vector read from the embedding cache
 (filled first, untimed). Each build runs in a fresh process, as a user's would: a local
-Chroma's insert threads are set once per process (the package opens it with
-``RAYON_NUM_THREADS=1``, see ``benchmarks/graph_threads.py``), so builds sharing one process
-would all get the thread count of whichever inserted first. Prints each retriever's median
-build time (the build alone, not the process's start) and the ratio to flat-para's.
+Chroma's insert threads (``RAYON_NUM_THREADS``) are fixed the first time a process inserts,
+so builds sharing one process would all get the thread count of whichever inserted first.
+Prints each retriever's median build time (the build alone, not the process's start) and the
+ratio to flat-para's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -50,13 +49,11 @@ def _build(args: argparse.Namespace, name: str, directory: Path) -> None:
     print(json.dumps({"seconds": seconds}))
 
 
-def _build_in_process(
-    args: argparse.Namespace, name: str, directory: Path, environment: dict[str, str]
-) -> float:
+def _build_in_process(args: argparse.Namespace, name: str, directory: Path) -> float:
     data = [option for path in args.data for option in ("--data", path)]
     command = [sys.executable, "-m", "benchmarks.build_time", *data, "--cache-dir"]
     command += [str(args.cache_dir), "--build", name, "--directory", str(directory)]
-    done = subprocess.run(command, env=environment, capture_output=True, text=True, check=True)
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
     return float(json.loads(done.stdout.splitlines()[-1])["seconds"])
 
 
@@ -72,9 +69,6 @@ def main() -> None:
         _build(args, args.build, args.directory)
         return
 
-    # The environment the builds start from, before this process opens an index (which sets
-    # RAYON_NUM_THREADS in it).
-    environment = dict(os.environ)
     from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
 
     papers = load_corpus(args.data, None)
@@ -88,7 +82,7 @@ def main() -> None:
         for round_ in range(1, args.rounds + 1):
             for name in RETRIEVERS[:: 1 if round_ % 2 else -1]:
                 directory = Path(tmp) / f"{name}-{round_}"
-                timings[name].append(_build_in_process(args, name, directory, environment))
+                timings[name].append(_build_in_process(args, name, directory))
     print(f"{len(papers)} papers, {args.rounds} rounds, alternating, embedding cache warm")
     base = statistics.median(timings["flat-para"])
     for name, values in timings.items():

@@ -212,8 +212,9 @@ def start_writers(*commands: list[str], tally: Tally) -> list[subprocess.Complet
 def assert_searchable(index: GatedParentIndex, state: dict[str, Any]) -> None:
     """Every stored vector is found by a query with itself: it is in the vector index too.
 
-    Among the top 3, not first: two paragraphs with the same words in another order can get
-    (nearly) the same MiniLM vector.
+    Among the top 3, not first, so a near-identical vector may rank ahead. For the fake
+    embedding's spread-out vectors; on near-identical ones an HNSW graph can leave a stored
+    vector no query returns (see :func:`assert_found_by_own_text`).
     """
     for part in ("parents", "children"):
         rows, collection = state[part], getattr(index, part)
