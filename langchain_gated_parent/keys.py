@@ -54,6 +54,24 @@ source, merged into one document before indexing."""
 PAGE_STARTS = PREFIX + "page_starts"
 """Character offset where each page starts in a document read from a PDF (a list, page 1 first)."""
 
+RESERVED = frozenset(
+    {
+        DOC_ID,
+        PARENT_ID,
+        CHUNK_ID,
+        SECTION_ID,
+        SECTION_PATH,
+        LEVEL,
+        START_INDEX,
+        END_INDEX,
+        TOKENS,
+        FORMAT,
+        CHILD_COUNT,
+        HEADINGS,
+    }
+)
+"""Metadata keys the index sets itself; every other key is the document's own."""
+
 SCORE = "score"
 """The learned ranker's score in (0, 1) (``alpha="learned"``, the default:
 ``scoring.learned_child_scores``), or for a number ``alpha`` the fused score

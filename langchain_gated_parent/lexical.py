@@ -108,12 +108,36 @@ def child_terms(own: Mapping[str, Any], text: str) -> list[str]:
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased alphanumeric words, stopwords dropped, a plural ``s`` stripped."""
-    words = _TOKEN.findall(text.lower())
-    return [
-        w[:-1] if len(w) >= _MIN_STEM and w.endswith("s") and not w.endswith("ss") else w
-        for w in words
-        if w not in _STOPWORDS
-    ]
+    return [term for term in map(_TERMS.__getitem__, _TOKEN.findall(text.lower())) if term]
+
+
+def _term(word: str) -> str:
+    """The term a word counts as (empty for a stopword): :func:`tokenize`'s rules."""
+    if word in _STOPWORDS:
+        return ""
+    if len(word) >= _MIN_STEM and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+class _TermOfWord(dict[str, str]):
+    """Each word's term, worked out once: a write tokenizes every child, mostly known words.
+
+    Looking a word up (in C, through ``map``) costs half of applying the rules to it in a
+    comprehension. Forgotten past :data:`TERM_CACHE` words, so an unending stream of new
+    words holds bounded memory.
+    """
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= TERM_CACHE:
+            self.clear()
+        term = self[word] = _term(word)
+        return term
+
+
+TERM_CACHE = 1 << 18
+"""Words whose terms are kept (the 281 QASPER dev papers hold 22,332 distinct words)."""
+_TERMS = _TermOfWord()
 
 
 def bm25(

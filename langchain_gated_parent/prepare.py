@@ -30,24 +30,6 @@ if TYPE_CHECKING:
 
     from langchain_gated_parent.splitters import ParentChildSplit
 
-RESERVED = frozenset(
-    {
-        keys.DOC_ID,
-        keys.PARENT_ID,
-        keys.CHUNK_ID,
-        keys.SECTION_ID,
-        keys.SECTION_PATH,
-        keys.LEVEL,
-        keys.START_INDEX,
-        keys.END_INDEX,
-        keys.TOKENS,
-        keys.FORMAT,
-        keys.CHILD_COUNT,
-        keys.HEADINGS,
-    }
-)
-"""Metadata keys the index sets itself; every other key is the document's own."""
-
 WRITE_BATCH_CHILDREN = 1024
 """Documents are embedded and written in batches of about this many children.
 
@@ -90,7 +72,7 @@ def user_metadata(document: Document) -> dict[str, Any]:
     return {
         k: v
         for k, v in document.metadata.items()
-        if k not in RESERVED and isinstance(v, (str, int, float, bool))
+        if k not in keys.RESERVED and isinstance(v, (str, int, float, bool))
     }
 
 
@@ -104,12 +86,12 @@ def content_hash(document: Document) -> str:
 
 def own_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """A child's own metadata: the document's metadata is stored once, with each parent."""
-    return {k: v for k, v in metadata.items() if k in RESERVED}
+    return {k: v for k, v in metadata.items() if k in keys.RESERVED}
 
 
 def document_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """The document's metadata, as its parents carry it."""
-    return {k: v for k, v in metadata.items() if k not in RESERVED}
+    return {k: v for k, v in metadata.items() if k not in keys.RESERVED}
 
 
 def heading_context(metadata: Mapping[str, Any], text: str) -> str:

@@ -34,13 +34,6 @@ _T = TypeVar("_T")
 READ_ATTEMPTS = 7
 """Attempts of a Chroma read that races a delete (see :func:`read_racing`): about 1.3 s in all."""
 
-NOT_IN_CHROMA = frozenset(
-    {keys.CHUNK_ID, keys.PARENT_ID, keys.SECTION_ID, keys.TOKENS, keys.FORMAT}
-)
-"""Kept out of vector metadata: the record's own id and what no query needs (each key costs a
-row and an index entry per vector). A child's ``parent_id`` goes back in: the gate filters on
-it. The docstore keeps every parent's full metadata."""
-
 
 class ConcurrentWriteError(RuntimeError):
     """A read kept colliding with another process's writes; retrying the query later works."""
@@ -49,22 +42,28 @@ class ConcurrentWriteError(RuntimeError):
 def to_chroma(
     metadata: Mapping[str, Any], *, parent_id: str | None = None
 ) -> dict[str, str | int | float | bool]:
-    """Vector metadata: scalars only (lists become JSON, ``None`` is dropped), ids left out."""
+    """Vector metadata: what a filter can name, the document id and its scalar user metadata.
+
+    Nothing else goes in (the package's own keys, lists, ``None``): each key costs a row
+    and an index entry per vector, a quarter of what Chroma spends writing a child, and no
+    query reads them (the gate scores from section records, the docstore keeps every
+    parent's full metadata). A child keeps its ``parent_id``, which :meth:`~ChromaVectors.
+    child_parents` checks.
+    """
     out: dict[str, str | int | float | bool] = {}
     if parent_id is not None:
         out[keys.PARENT_ID] = parent_id
-    for key, value in metadata.items():
-        if value is None or key in NOT_IN_CHROMA:
-            continue
-        if isinstance(value, (str, int, float, bool)):
-            out[key] = value
-        else:
-            out[key] = json.dumps(value, ensure_ascii=False)
+    out.update(
+        (key, value)
+        for key, value in metadata.items()
+        if (key == keys.DOC_ID or key not in keys.RESERVED)
+        and isinstance(value, (str, int, float, bool))
+    )
     return out
 
 
 def from_chroma(metadata: Mapping[str, Any] | None, **ids: str) -> dict[str, Any]:
-    """Undo :func:`to_chroma`: the section path back to a list, the record's id back in."""
+    """A child's metadata as format 3 kept it in Chroma: the section path a list, its id back in."""
     out = {**(metadata or {}), **ids}
     path = out.get(keys.SECTION_PATH)
     if isinstance(path, str):

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from langchain_gated_parent import lexical
 from langchain_gated_parent.lexical import bm25, bm25_of_terms, searchable, tokenize
+
+if TYPE_CHECKING:
+    import pytest
 
 VOCABULARY = ["rat", "rats", "pirat", "cell", "cellular", "grow", "48", "h", "a1"]
 """Terms that contain one another, so a word found inside a longer term would show."""
@@ -58,3 +64,31 @@ def test_texts_are_tokenized_and_no_match_scores_zero() -> None:
     assert bm25("What rats?", ["The rats grew.", "Cells grew."]).tolist() == [1.0, 0.0]
     assert bm25("absent word", ["The rats grew."]).tolist() == [0.0]
     assert bm25_of_terms("rat", []).tolist() == []
+
+
+def reference_tokenize(text: str) -> list[str]:
+    """The rules, word by word: lower-cased, stopwords dropped, a plural ``s`` stripped."""
+    return [
+        w[:-1] if len(w) >= 4 and w.endswith("s") and not w.endswith("ss") else w
+        for w in re.findall(r"[a-z0-9]+", text.lower())
+        if w not in lexical._STOPWORDS
+    ]
+
+
+WORDY = st.text(
+    alphabet=st.sampled_from("abcsS 9-.\nTHE the is of a and this was gas bus"), max_size=80
+)
+
+
+@given(WORDY)
+def test_tokenize_applies_its_rules_to_every_word(text: str) -> None:
+    assert tokenize(text) == reference_tokenize(text)
+
+
+def test_the_words_remembered_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexical, "TERM_CACHE", 3)
+    monkeypatch.setattr(lexical, "_TERMS", lexical._TermOfWord())
+    words = "cells grew for 48 hours in the dishes"
+    assert tokenize(words) == reference_tokenize(words)
+    assert tokenize(words) == ["cell", "grew", "48", "hour", "dishe"]
+    assert 0 < len(lexical._TERMS) <= 3
