@@ -86,7 +86,6 @@ from langchain_gated_parent.stores.chroma import (
 )
 from langchain_gated_parent.stores.docstore import (
     fast_docstore_mget,
-    fast_docstore_mset,
     memory_docstore,
     sqlite_docstore,
 )
@@ -287,7 +286,6 @@ class GatedParentIndex:
         )
         self.docstore = docstore
         self._read_parents = fast_docstore_mget(docstore)
-        self._write_parents = fast_docstore_mset(docstore)
         placement = _place(docstore, self.directory, client, self.name)
         self.journal: Journal = placement.journal
         self.writer_lock = placement.lock
@@ -614,7 +612,7 @@ class GatedParentIndex:
         ]
         self._delete_ids(stale_children, stale_parents)
         parents = [d for p in prepared for d in p.parents]
-        self._write_parents([(d.metadata[keys.PARENT_ID], d) for d in parents])
+        self.docstore.mset([(d.metadata[keys.PARENT_ID], d) for d in parents])
         if self.sparse is not None:
             self.sparse.upsert([_sparse_row(d) for d in parents])
         self.section_store.put([s for p in prepared for s in _sections_of(p)])

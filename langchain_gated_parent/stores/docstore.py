@@ -11,7 +11,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 from langchain_gated_parent.stores import journal as journals
-from langchain_gated_parent.stores.keyvalue import fast_mget, fast_mset
+from langchain_gated_parent.stores.keyvalue import fast_mget
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,13 +27,17 @@ def sqlite_docstore(path: Path, namespace: str = "parents") -> BaseStore[str, Do
 
 
 def sql_docstore(url: str, namespace: str = "parents") -> BaseStore[str, Document]:
-    """A Document store on any SQLAlchemy URL (``sqlite:///…``, ``postgresql+psycopg://…``)."""
+    """A Document store on any SQLAlchemy URL (``sqlite:///…``, ``postgresql+psycopg://…``).
+
+    LangChain's ``SQLStore`` table and rows, written in batches (:mod:`~.sql_store`).
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from langchain_classic.storage import create_kv_docstore  # noqa: PLC0415
-        from langchain_community.storage import SQLStore  # noqa: PLC0415
 
-    store = SQLStore(namespace=namespace, db_url=url)
+    from langchain_gated_parent.stores.sql_store import BatchSQLStore  # noqa: PLC0415
+
+    store = BatchSQLStore(namespace=namespace, db_url=url)
     journals.create_table(store)
     return create_kv_docstore(store)
 
@@ -68,26 +72,6 @@ def fast_docstore_mget(
         return [None if raw is None else _plain_document(raw) or load(raw) for raw in found]
 
     return mget
-
-
-def fast_docstore_mset(
-    docstore: BaseStore[str, Document],
-) -> Callable[[list[tuple[str, Document]]], None]:
-    """``docstore.mset``, writing a :func:`sql_docstore`'s rows without its ORM session.
-
-    The same encoded rows ``mset`` writes (see :func:`~.keyvalue.fast_mset`); any other
-    docstore is written through its ``mset``.
-    """
-    from langchain_classic.storage import EncoderBackedStore  # noqa: PLC0415
-
-    if journals.sql_store_of(docstore) is None or not isinstance(docstore, EncoderBackedStore):
-        return docstore.mset
-    write, encode, dump = fast_mset(docstore.store), docstore.key_encoder, docstore.value_serializer
-
-    def mset(pairs: list[tuple[str, Document]]) -> None:
-        write([(encode(key), dump(document)) for key, document in pairs])
-
-    return mset
 
 
 _DOCUMENT_PATH = ["langchain", "schema", "document", "Document"]

@@ -23,7 +23,7 @@ import warnings
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_gated_parent.stores.keyvalue import fast_keys, fast_mget, fast_mset
+from langchain_gated_parent.stores.keyvalue import fast_keys, fast_mget
 from langchain_gated_parent.stores.sections import SectionStore
 
 if TYPE_CHECKING:
@@ -76,17 +76,16 @@ class Journal:
     """Config, manifests and stamp on a byte store (a namespace of their own)."""
 
     def __init__(self, store: BaseStore[str, bytes]) -> None:
-        """Keep records in ``store``, as JSON.
+        """Keep records in ``store``; the records go through an encoder, the stamp does not.
 
-        Written by :func:`~.keyvalue.fast_mset`; read through an ``EncoderBackedStore``
-        (config, manifests) or by :func:`~.keyvalue.fast_mget` (the stamp, which every query
-        reads).
+        Config and manifests are written through an ``EncoderBackedStore`` (JSON), the same
+        write path the docstore uses; the stamp is written to ``store`` directly: it is only
+        a hint for readers and never decides what a document holds.
         """
         from langchain_classic.storage import EncoderBackedStore  # noqa: PLC0415
 
         self._raw = store
         self._read = fast_mget(store)
-        self._write = fast_mset(store)
         self._keys = fast_keys(store)
         self._records: BaseStore[str, Any] = EncoderBackedStore(
             store,
@@ -103,7 +102,7 @@ class Journal:
 
     def put_config(self, config: dict[str, Any], stamp: Stamp) -> Stamp:
         """Store the config and bump the stamp's config counter; returns the new stamp."""
-        self._write([(CONFIG_KEY, _dumps(config))])
+        self._records.mset([(CONFIG_KEY, config)])
         return self.put_stamp(replace(stamp, seq=stamp.seq + 1, config=stamp.config + 1))
 
     # ------------------------------------------------------------------ manifests
@@ -130,7 +129,7 @@ class Journal:
 
     def put_manifests(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """Write manifests, ``(doc_id, manifest)`` pairs, in one call."""
-        self._write([(MANIFEST_PREFIX + d, _dumps(m)) for d, m in entries])
+        self._records.mset([(MANIFEST_PREFIX + d, m) for d, m in entries])
 
     def delete_manifests(self, doc_ids: Sequence[str]) -> None:
         """Forget documents (their stores were emptied first)."""
@@ -144,7 +143,7 @@ class Journal:
 
     def put_stamp(self, stamp: Stamp) -> Stamp:
         """Store ``stamp``; returns it."""
-        self._write([(STAMP_KEY, _dumps(asdict(stamp)))])
+        self._raw.mset([(STAMP_KEY, _dumps(asdict(stamp)))])
         return stamp
 
     def records(self) -> dict[str, Any]:
@@ -241,11 +240,9 @@ def sql_store_of(docstore: BaseStore[str, Document]) -> Any:
 
 
 def _sql_namespace(engine: Any, namespace: str) -> BaseStore[str, bytes]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from langchain_community.storage import SQLStore  # noqa: PLC0415
+    from langchain_gated_parent.stores.sql_store import BatchSQLStore  # noqa: PLC0415
 
-    store = SQLStore(namespace=namespace, engine=engine)
+    store = BatchSQLStore(namespace=namespace, engine=engine)
     create_table(store)
     return store
 

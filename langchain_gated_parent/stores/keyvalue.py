@@ -1,4 +1,4 @@
-"""Fast key reads and writes of a LangChain byte store, for every query's reads and every write."""
+"""Fast key reads of a LangChain byte store, for the reads every query makes."""
 
 from __future__ import annotations
 
@@ -13,20 +13,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from langchain_core.stores import BaseStore
-    from sqlalchemy import Engine
 
-__all__ = ["fast_keys", "fast_mget", "fast_mset"]
+__all__ = ["fast_keys", "fast_mget"]
 
 
-_MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+PLACEHOLDERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 """Positional placeholders by DB-API ``paramstyle`` (SQLite's, psycopg's)."""
 _SELECT = "SELECT key, value FROM langchain_key_value_stores WHERE namespace = {mark} AND key IN "
-_DELETE = "DELETE FROM langchain_key_value_stores WHERE namespace = {mark} AND key IN "
-_INSERT = (
-    "INSERT INTO langchain_key_value_stores (namespace, key, value) VALUES ({mark}, {mark}, {mark})"
-)
-DELETE_CHUNK = 500
-"""Keys per ``DELETE`` statement, under SQLite's smallest limit on bound values (999)."""
 _KEYS = (
     "SELECT key FROM langchain_key_value_stores WHERE namespace = {mark} "
     "AND substr(key, 1, {mark}) = {mark} LIMIT {mark}"
@@ -75,50 +68,6 @@ def fast_keys(store: BaseStore[str, bytes]) -> Callable[[str, int], list[str]]:
     return keys
 
 
-def fast_mset(store: BaseStore[str, bytes]) -> Callable[[Sequence[tuple[str, bytes]]], None]:
-    """``store.mset``, as driver-level statements when the store is LangChain's ``SQLStore``.
-
-    ``SQLStore.mset`` deletes the keys and adds one ORM object per value; a write of a
-    thousand parents spent more in the ORM than in the database. This does the same in one
-    transaction of the engine's (the old rows deleted, the new ones inserted with one
-    ``executemany``), so readers see all of the write or none of it, as before.
-    """
-    table = _sql_table(store)
-    if table is None:
-        return store.mset
-    engine, namespace, mark = table
-    insert = _INSERT.format(mark=mark)
-
-    def mset(pairs: Sequence[tuple[str, bytes]]) -> None:
-        values = dict(pairs)
-        if not values:
-            return
-        wanted = list(values)
-        with engine.begin() as conn:
-            for start in range(0, len(wanted), DELETE_CHUNK):
-                chunk = wanted[start : start + DELETE_CHUNK]
-                sql = _DELETE.format(mark=mark) + f"({', '.join([mark] * len(chunk))})"
-                conn.exec_driver_sql(sql, (namespace, *chunk))
-            conn.exec_driver_sql(insert, [(namespace, k, v) for k, v in values.items()])
-
-    return mset
-
-
-def _sql_table(store: BaseStore[str, bytes]) -> tuple[Engine, str, str] | None:
-    """``(engine, namespace, placeholder)`` of LangChain's ``SQLStore`` on a known driver."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from langchain_community.storage import SQLStore  # noqa: PLC0415
-
-    from sqlalchemy import Engine  # noqa: PLC0415
-
-    if not isinstance(store, SQLStore) or not isinstance(store.engine, Engine):
-        return None
-    if store.engine.dialect.paramstyle not in _MARKS:
-        return None
-    return store.engine, store.namespace, _MARKS[store.engine.dialect.paramstyle]
-
-
 def _driver(
     store: BaseStore[str, bytes],
 ) -> tuple[str, str, Callable[[str, tuple[Any, ...]], Sequence[Any]]] | None:
@@ -127,20 +76,27 @@ def _driver(
     ``None`` unless the store is LangChain's ``SQLStore`` on a driver whose placeholders are
     known.
     """
-    table = _sql_table(store)
-    if table is None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.storage import SQLStore  # noqa: PLC0415
+
+    from sqlalchemy import Engine  # noqa: PLC0415
+
+    if not isinstance(store, SQLStore) or not isinstance(store.engine, Engine):
         return None
-    engine, namespace, mark = table
+    engine, namespace = store.engine, store.namespace
     database = engine.url.database
     plain_file = not engine.url.query and database not in (None, "", ":memory:")
     if engine.dialect.name == "sqlite" and plain_file:  # its path, as SQLAlchemy resolves it
-        return namespace, mark, _SQLiteConnections(str(Path(str(database)).resolve())).run
+        return namespace, "?", _SQLiteConnections(str(Path(str(database)).resolve())).run
+    if engine.dialect.paramstyle not in PLACEHOLDERS:
+        return None
 
     def run(sql: str, parameters: tuple[Any, ...]) -> Sequence[Any]:
         with engine.connect() as conn:
             return conn.exec_driver_sql(sql, parameters).all()
 
-    return namespace, mark, run
+    return namespace, PLACEHOLDERS[engine.dialect.paramstyle], run
 
 
 class _SQLiteConnections:

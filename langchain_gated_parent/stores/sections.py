@@ -25,7 +25,7 @@ import numpy as np
 from langchain_gated_parent import keys
 from langchain_gated_parent.lexical import TERMS_RULE, child_terms
 from langchain_gated_parent.records import Section
-from langchain_gated_parent.stores.keyvalue import fast_mget, fast_mset
+from langchain_gated_parent.stores.keyvalue import fast_mget
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -133,12 +133,11 @@ class SectionStore:
         """Keep records in ``store`` (a namespace of their own)."""
         self._store = store
         self._mget = fast_mget(store)
-        self._mset = fast_mset(store)
 
     def put(self, sections: Sequence[Section]) -> None:
         """Write (or replace) these records."""
         if sections:
-            self._mset([(s.parent_id, encode(s)) for s in sections])
+            self._store.mset([(s.parent_id, encode(s)) for s in sections])
 
     def delete(self, parent_ids: Sequence[str]) -> None:
         """Forget these parents' records (unknown ids are ignored)."""

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from langchain_core.documents import Document
 
-from langchain_gated_parent import GatedParentIndex
+from langchain_gated_parent import GatedParentIndex, keys
 from langchain_gated_parent.stores import WriterLockTimeoutError
 from langchain_gated_parent.stores.journal import (
     LEGACY_CONFIG_KEY,
@@ -115,12 +115,25 @@ def test_a_writer_killed_before_its_first_stamp_leaves_vectors_readers_see(
     assert recovered.as_retriever().invoke("alpha")
 
 
+def format_3_child(own: dict[str, Any]) -> dict[str, Any]:
+    """A child's vector metadata as format 3 wrote it: its own keys, the section path as JSON."""
+    left_out = {keys.CHUNK_ID, keys.SECTION_ID, keys.TOKENS, keys.FORMAT}
+    kept = {k: v for k, v in own.items() if k not in left_out}
+    return {**kept, keys.SECTION_PATH: json.dumps(own[keys.SECTION_PATH])}
+
+
 def test_an_index_of_format_3_is_upgraded_in_place_by_recover(tmp_path: Path) -> None:
     index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     index.add_documents(corpus(2))
     expected = [(d.id, d.metadata["score"]) for d in index.as_retriever(k=8).invoke("alpha")]
     records = index.section_store.parent_ids()
-    # Make it what format 3 left on disk: the same stores, no section records.
+    # Make it what format 3 left on disk: no section records, each child's own metadata (its
+    # span and section path) in Chroma beside its vector.
+    for section in index.section_store.get(sorted(records)).values():
+        index.children.update(
+            ids=[own[keys.CHUNK_ID] for own in section.children],
+            metadatas=[format_3_child(own) for own in section.children],
+        )
     index.section_store.delete(sorted(records))
     config = {**index.journal.config(), "format_version": 3}
     index.journal.put_config(config, index.journal.stamp())
