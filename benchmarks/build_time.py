@@ -11,8 +11,9 @@ a load spike can land on one build and not the other. Here both are built in tur
 (filled first, untimed). Each build runs in a fresh process, as a user's would: a local
 Chroma's insert threads (``RAYON_NUM_THREADS``) are fixed the first time a process inserts,
 so builds sharing one process would all get the thread count of whichever inserted first.
-Prints each retriever's median build time (the build alone, not the process's start) and the
-ratio to flat-para's.
+Prints each retriever's median build time (the build alone, not the process's start), the
+ratio to flat-para's, and the median of the two builds' ratio within each round (a round's two
+builds run minutes apart, not hours: the paired figure moves less with the machine's load).
 """
 
 from __future__ import annotations
@@ -87,7 +88,14 @@ def main() -> None:
     base = statistics.median(timings["flat-para"])
     for name, values in timings.items():
         median = statistics.median(values)
-        print(f"{name:10s} build {median:6.1f} s  / flat-para {median / base:.2f}x")
+        rounds = " ".join(f"{v:.1f}" for v in values)
+        ratio = median / base
+        print(f"{name:10s} build {median:6.1f} s  / flat-para {ratio:.2f}x  (rounds: {rounds})")
+    paired = [g / f for g, f in zip(timings["gated"], timings["flat-para"], strict=True)]
+    print(
+        f"gated / flat-para, round by round: median {statistics.median(paired):.2f}x "
+        f"({' '.join(f'{r:.2f}' for r in paired)})"
+    )
 
 
 if __name__ == "__main__":

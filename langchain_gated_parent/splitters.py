@@ -379,9 +379,17 @@ def _merge(
     return merged
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _base_metadata(tree: SectionTree, metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of the source document's metadata with the document id and title set."""
-    base = copy.deepcopy(dict(metadata))
+    """A copy of the source document's metadata with the document id and title set.
+
+    Deep when a value can change in place (a list, a dict), so no two Documents share one;
+    a plain copy otherwise (deep-copying scalars took a sixth of a split, profiled).
+    """
+    plain = all(isinstance(value, _SCALARS) for value in metadata.values())
+    base = dict(metadata) if plain else copy.deepcopy(dict(metadata))
     base[DOC_ID] = tree.doc_id
     if tree.title is not None:
         base[TITLE] = tree.title

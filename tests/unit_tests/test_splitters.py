@@ -115,6 +115,17 @@ def test_create_documents_carries_metadata_and_title() -> None:
         SectionSplitter().create_documents(["a", "b"], [{}])
 
 
+def test_no_two_documents_share_a_mutable_metadata_value() -> None:
+    nested = Document("# A\n\nOne.\n\nTwo.", metadata={"doc_id": "d", "tags": ["x"], "n": 1})
+    split = split_document(nested)
+    documents = [*split.parents, *split.children]
+    assert len({id(d.metadata["tags"]) for d in documents}) == len(documents) == 3
+    split.children[0].metadata["tags"].append("y")
+    assert [documents[0].metadata["tags"], documents[2].metadata["tags"]] == [["x"], ["x"]]
+    scalars = split_document(Document("# A\n\nOne.", metadata={"doc_id": "d", "n": 1}))
+    assert [c.metadata["n"] for c in scalars.children] == [1]
+
+
 def test_split_documents_matches_split_document() -> None:
     docs = [Document(LONG_MD, metadata={"doc_id": "m"}), Document(json.dumps(CONTRACT))]
     parents = SectionSplitter().split_documents(docs)
