@@ -889,9 +889,14 @@ class GatedParentIndex:
         all their sections and children exactly, from their records, instead of searching the
         vector index: a few dozen dot products cost less than an ANN search, and an exact
         score finds every stored vector (an HNSW graph of near-identical vectors can leave one
-        that no query returns). ``None`` for any other filter or a larger index. Documents
-        whose last write did not finish are left out.
+        that no query returns). A filter on ``parent_id`` alone gets the sections it names,
+        however many (parent vectors written before this release do not carry their id).
+        ``None`` for any other filter or a larger index. Documents whose last write did not
+        finish are left out.
         """
+        parent_ids = _ids_of(where, keys.PARENT_ID)
+        if parent_ids is not None:
+            return self.reads.of_parents(parent_ids)
         doc_ids = self.reads.few_documents() if where is None else _doc_ids_of(where)
         if doc_ids is None or len(doc_ids) > EXACT_DOCUMENTS:
             return None
@@ -1108,14 +1113,19 @@ def _sparse_row(parent: Document) -> SparseRow:
 
 
 def _doc_ids_of(where: dict[str, Any] | None) -> list[str] | None:
-    """The documents a filter on ``doc_id`` alone allows (``None``: no such filter).
+    """The documents a filter on ``doc_id`` alone allows (``None``: no such filter)."""
+    return _ids_of(where, keys.DOC_ID)
+
+
+def _ids_of(where: dict[str, Any] | None, key: str) -> list[str] | None:
+    """The ids a filter on ``key`` alone allows (``None``: no such filter).
 
     Only ids Chroma would accept (strings, integers) count: any other value leaves the filter
     to the vector store, which refuses it with its own error.
     """
-    if not where or set(where) != {keys.DOC_ID}:
+    if not where or set(where) != {key}:
         return None
-    value = where[keys.DOC_ID]
+    value = where[key]
     if isinstance(value, dict) and set(value) == {"$eq"}:
         value = value["$eq"]
     values = value["$in"] if isinstance(value, dict) and set(value) == {"$in"} else [value]

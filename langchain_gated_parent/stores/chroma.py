@@ -42,13 +42,11 @@ class ConcurrentWriteError(RuntimeError):
 def to_chroma(
     metadata: Mapping[str, Any], *, parent_id: str | None = None
 ) -> dict[str, str | int | float | bool]:
-    """Vector metadata: what a filter can name, the document id and its scalar user metadata.
+    """Vector metadata: what a filter can name, the parent and document ids and the user's scalars.
 
-    Nothing else goes in (the package's own keys, lists, ``None``): each key costs a row
-    and an index entry per vector, a quarter of what Chroma spends writing a child, and no
-    query reads them (the gate scores from section records, the docstore keeps every
-    parent's full metadata). A child keeps its ``parent_id``, which :meth:`~ChromaVectors.
-    child_parents` checks.
+    Nothing else goes in (the package's other keys, lists, ``None``): each key costs a row
+    and an index entry per vector, and no query reads them (the gate scores from section
+    records, the docstore keeps every parent's full metadata).
     """
     out: dict[str, str | int | float | bool] = {}
     if parent_id is not None:
@@ -245,7 +243,12 @@ class ChromaVectors:
         self, ids: list[str], vectors: NDArray[np.float32], metadatas: list[dict[str, Any]]
     ) -> None:
         """Store parent vectors with their metadata (converted by :func:`to_chroma`)."""
-        self._upsert(self.parents, ids, vectors, [to_chroma(m) for m in metadatas])
+        self._upsert(
+            self.parents,
+            ids,
+            vectors,
+            [to_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
+        )
 
     def upsert_children(
         self,

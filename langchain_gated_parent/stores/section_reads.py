@@ -140,6 +140,17 @@ class SectionReads:
         ]
         return self._records.get(list(dict.fromkeys(wanted)))
 
+    def of_parents(self, parent_ids: Sequence[str]) -> dict[str, Section]:
+        """The section records of these parents, of documents whose last write finished."""
+        found = self._records.get(list(dict.fromkeys(parent_ids)))
+        manifests = self._journal.manifests(list({s.doc_id for s in found.values()}))
+        return {
+            pid: section
+            for pid, section in found.items()
+            if (manifests.get(section.doc_id) or {}).get("status") == "complete"
+            and pid in manifests[section.doc_id].get("parents", [])
+        }
+
     def children_of(self, parent_ids: Sequence[str]) -> ChildRows:
         """Every child of the given parents, with vectors, for exact scoring.
 

@@ -210,7 +210,8 @@ def created_empty(context: Context, opened: Any) -> None:
 def nested_metadata(context: Context, report: Any) -> None:
     context.added.append("nested")
     vector = context.index.parents.get(where={keys.DOC_ID: "nested"}, include=["metadatas"])
-    assert (vector["metadatas"] or [{}])[0] == {keys.DOC_ID: "nested"}  # what a filter can name
+    only = {keys.DOC_ID: "nested", keys.PARENT_ID: "P-nested:s0"}  # what a filter can name
+    assert (vector["metadatas"] or [{}])[0] == only
     child = context.index.as_retriever(k=1).invoke("text", filter={keys.DOC_ID: "nested"})
     assert child[0].metadata["extra"] == {"a": [1, {"b": None}]}  # from its parent, as is
     parent = context.index.get_parents(["P-nested:s0"])[0]

@@ -90,3 +90,24 @@ def test_a_filter_on_other_metadata_is_searched_even_in_a_small_index(
     searches = _vector_searches(index, monkeypatch)
     assert index.as_retriever().invoke("cells", filter={"lab": "n"})
     assert "search_children" in searches
+
+
+def test_a_filter_on_parent_ids_scores_the_sections_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _index(tmp_path, EXACT_DOCUMENTS + 2)
+    searches = _vector_searches(index, monkeypatch)
+    retriever = index.as_retriever(k=5)
+    one = retriever.invoke("lysed on ice", filter={"parent_id": "P-d9:s0"})
+    assert [d.metadata["parent_id"] for d in one] == ["P-d9:s0"]
+    both = {"parent_id": {"$in": ["P-d9:s0", "P-d3:s1"]}}
+    assert {d.metadata["parent_id"] for d in retriever.invoke("yield", filter=both)} == {
+        "P-d9:s0",
+        "P-d3:s1",
+    }
+    assert searches == []  # scored from the named sections' records
+    assert retriever.invoke("lysed", filter={"parent_id": "P-unknown:s0"}) == []
+    with_document = {"$and": [{"parent_id": "P-d3:s1"}, {"doc_id": "d3"}]}
+    found = retriever.invoke("yield", filter=with_document)  # left to the vector store
+    assert "search_children" in searches
+    assert [d.metadata["parent_id"] for d in found] == ["P-d3:s1"]

@@ -1,4 +1,4 @@
-"""Vector metadata holds what a filter can name: the document id and the user's scalar keys."""
+"""Vector metadata holds what a filter can name: the parent and document ids, the user's scalars."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from langchain_gated_parent import keys
 from langchain_gated_parent.stores.chroma import to_chroma
 
 
-def test_a_parent_vector_keeps_the_document_id_and_the_users_scalars_only() -> None:
+def test_a_parent_vector_keeps_its_ids_and_the_users_scalars_only() -> None:
     metadata = {
         keys.DOC_ID: "P-1",
         keys.PARENT_ID: "P-P-1:s1",
@@ -22,7 +22,8 @@ def test_a_parent_vector_keeps_the_document_id_and_the_users_scalars_only() -> N
         "authors": ["A", "B"],
         "missing": None,
     }
-    assert to_chroma(metadata) == {
+    assert to_chroma(metadata, parent_id="P-P-1:s1") == {
+        keys.PARENT_ID: "P-P-1:s1",
         keys.DOC_ID: "P-1",
         "title": "A paper",
         "year": 2024,
