@@ -46,6 +46,14 @@ def _vector_searches(index: GatedParentIndex, monkeypatch: pytest.MonkeyPatch) -
     return made
 
 
+def _watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, documents: int
+) -> tuple[GatedParentIndex, list[str], Any]:
+    """An index of ``documents`` documents, the vector searches it makes, a retriever (k 5)."""
+    index = _index(tmp_path, documents)
+    return index, _vector_searches(index, monkeypatch), index.as_retriever(k=5)
+
+
 def _answers(documents: list[Document]) -> list[tuple[str | None, float]]:
     return [(d.id, d.metadata["score"]) for d in documents]
 
@@ -53,9 +61,7 @@ def _answers(documents: list[Document]) -> list[tuple[str | None, float]]:
 def test_a_small_index_is_scored_as_a_filter_naming_all_its_documents(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _index(tmp_path, EXACT_DOCUMENTS)
-    searches = _vector_searches(index, monkeypatch)
-    retriever = index.as_retriever(k=5)
+    _, searches, retriever = _watched(tmp_path, monkeypatch, EXACT_DOCUMENTS)
     every = {"doc_id": {"$in": [f"d{n}" for n in range(EXACT_DOCUMENTS)]}}
     for query in ("lysed on ice", "yield doubled 48 h", "batch 3"):
         found = retriever.invoke(query)
@@ -67,9 +73,7 @@ def test_a_small_index_is_scored_as_a_filter_naming_all_its_documents(
 def test_a_larger_index_is_searched_until_a_delete_makes_it_small(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _index(tmp_path, EXACT_DOCUMENTS + 1)
-    searches = _vector_searches(index, monkeypatch)
-    retriever = index.as_retriever(k=5)
+    index, searches, retriever = _watched(tmp_path, monkeypatch, EXACT_DOCUMENTS + 1)
     assert retriever.invoke("lysed on ice")
     assert "search_children" in searches
     searches.clear()
@@ -95,9 +99,7 @@ def test_a_filter_on_other_metadata_is_searched_even_in_a_small_index(
 def test_a_filter_on_parent_ids_scores_the_sections_it_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    index = _index(tmp_path, EXACT_DOCUMENTS + 2)
-    searches = _vector_searches(index, monkeypatch)
-    retriever = index.as_retriever(k=5)
+    _, searches, retriever = _watched(tmp_path, monkeypatch, EXACT_DOCUMENTS + 2)
     one = retriever.invoke("lysed on ice", filter={"parent_id": "P-d9:s0"})
     assert [d.metadata["parent_id"] for d in one] == ["P-d9:s0"]
     both = {"parent_id": {"$in": ["P-d9:s0", "P-d3:s1"]}}
