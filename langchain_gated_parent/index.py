@@ -627,7 +627,6 @@ class GatedParentIndex:
                 [d.metadata[keys.CHUNK_ID] for d in children],
                 np.concatenate([p.child_vectors for p in prepared if p.children]),
                 [own_metadata(d.metadata) for d in children],
-                [d.metadata[keys.PARENT_ID] for d in children],
             )
         self._put_manifests(
             [

@@ -39,25 +39,22 @@ class ConcurrentWriteError(RuntimeError):
     """A read kept colliding with another process's writes; retrying the query later works."""
 
 
-def to_chroma(
-    metadata: Mapping[str, Any], *, parent_id: str | None = None
-) -> dict[str, str | int | float | bool]:
+_IDS = frozenset({keys.PARENT_ID, keys.DOC_ID})
+"""The package's keys a vector keeps: filters name them, and ``child_parents`` reads one."""
+
+
+def to_chroma(metadata: Mapping[str, Any]) -> dict[str, str | int | float | bool]:
     """Vector metadata: what a filter can name, the parent and document ids and the user's scalars.
 
     Nothing else goes in (the package's other keys, lists, ``None``): each key costs a row
     and an index entry per vector, and no query reads them (the gate scores from section
     records, the docstore keeps every parent's full metadata).
     """
-    out: dict[str, str | int | float | bool] = {}
-    if parent_id is not None:
-        out[keys.PARENT_ID] = parent_id
-    out.update(
-        (key, value)
+    return {
+        key: value
         for key, value in metadata.items()
-        if (key == keys.DOC_ID or key not in keys.RESERVED)
-        and isinstance(value, (str, int, float, bool))
-    )
-    return out
+        if (key in _IDS or key not in keys.RESERVED) and isinstance(value, (str, int, float, bool))
+    }
 
 
 def from_chroma(metadata: Mapping[str, Any] | None, **ids: str) -> dict[str, Any]:
@@ -243,27 +240,13 @@ class ChromaVectors:
         self, ids: list[str], vectors: NDArray[np.float32], metadatas: list[dict[str, Any]]
     ) -> None:
         """Store parent vectors with their metadata (converted by :func:`to_chroma`)."""
-        self._upsert(
-            self.parents,
-            ids,
-            vectors,
-            [to_chroma(m, parent_id=i) for i, m in zip(ids, metadatas, strict=True)],
-        )
+        self._upsert(self.parents, ids, vectors, [to_chroma(m) for m in metadatas])
 
     def upsert_children(
-        self,
-        ids: list[str],
-        vectors: NDArray[np.float32],
-        metadatas: list[dict[str, Any]],
-        parent_ids: list[str],
+        self, ids: list[str], vectors: NDArray[np.float32], metadatas: list[dict[str, Any]]
     ) -> None:
         """Store child vectors without text: a child's text is a slice of its parent's."""
-        self._upsert(
-            self.children,
-            ids,
-            vectors,
-            [to_chroma(m, parent_id=p) for m, p in zip(metadatas, parent_ids, strict=True)],
-        )
+        self._upsert(self.children, ids, vectors, [to_chroma(m) for m in metadatas])
 
     def _upsert(
         self,

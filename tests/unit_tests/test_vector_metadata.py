@@ -22,7 +22,7 @@ def test_a_parent_vector_keeps_its_ids_and_the_users_scalars_only() -> None:
         "authors": ["A", "B"],
         "missing": None,
     }
-    assert to_chroma(metadata, parent_id="P-P-1:s1") == {
+    assert to_chroma(metadata) == {
         keys.PARENT_ID: "P-P-1:s1",
         keys.DOC_ID: "P-1",
         "title": "A paper",
@@ -42,4 +42,4 @@ def test_a_child_vector_names_its_parent_and_document() -> None:
         keys.END_INDEX: 40,
         keys.TOKENS: 9,
     }
-    assert to_chroma(own, parent_id="P-P-1:s1") == {keys.PARENT_ID: "P-P-1:s1", keys.DOC_ID: "P-1"}
+    assert to_chroma(own) == {keys.PARENT_ID: "P-P-1:s1", keys.DOC_ID: "P-1"}
