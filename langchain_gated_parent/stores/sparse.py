@@ -138,24 +138,22 @@ class SqliteSparseIndex:
             )
 
     def upsert(self, rows: Sequence[SparseRow]) -> None:
-        """Replace each parent's row (delete, then insert, in one transaction).
+        """Replace each parent's row (delete, then insert, in one transaction)."""
+        from sqlalchemy import text  # noqa: PLC0415
 
-        Two ``executemany`` statements: the ids, then the texts under the row ids SQLite gave
-        them (a statement per row cost more than FTS5's indexing).
-        """
         if not rows:
             return
         with self._engine.begin() as conn:
             self._delete(conn, [r.parent_id for r in rows])
-            conn.exec_driver_sql(
-                f"INSERT INTO {self._ids} (parent_id, doc_id) VALUES (?, ?)",  # noqa: S608
-                [(r.parent_id, r.doc_id) for r in rows],
-            )
-            conn.exec_driver_sql(
-                f"INSERT INTO {self._fts} (rowid, body) "  # noqa: S608
-                f"SELECT id, ? FROM {self._ids} WHERE parent_id = ?",
-                [(r.text, r.parent_id) for r in rows],
-            )
+            for row in rows:
+                rowid = conn.execute(
+                    text(f"INSERT INTO {self._ids} (parent_id, doc_id) VALUES (:p, :d)"),  # noqa: S608
+                    {"p": row.parent_id, "d": row.doc_id},
+                ).lastrowid
+                conn.execute(
+                    text(f"INSERT INTO {self._fts} (rowid, body) VALUES (:r, :b)"),  # noqa: S608
+                    {"r": rowid, "b": row.text},
+                )
 
     def delete(self, parent_ids: Sequence[str]) -> None:
         """Delete the rows of these parents."""
