@@ -109,14 +109,12 @@ def _brute_dedupe(order, spans, texts, vectors, threshold):  # type: ignore[no-u
     return kept
 
 
-@pytest.mark.parametrize("block", [7, scoring.DEDUPE_BLOCK])
 @pytest.mark.parametrize("seed", range(20))
-def test_dedupe_matches_brute_force(seed: int, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scoring, "DEDUPE_BLOCK", block)
+def test_dedupe_matches_brute_force(seed: int) -> None:
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 60))
-    # Repeats of all three kinds, and enough distinct children that, in blocks of 7, the scan
-    # reads several blocks (with a limit, not always all of them).
+    # Repeats of all three kinds, and enough distinct children that a limit takes several
+    # blocks of candidates to reach.
     base = rng.normal(size=(30, 8))
     vectors = base[rng.integers(0, 30, n)] + rng.normal(scale=0.05, size=(n, 8))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
