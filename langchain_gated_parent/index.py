@@ -39,9 +39,12 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_gated_parent import keys
 from langchain_gated_parent.formats import (
     FORMAT_VERSION,
+    PARENT_IDS_ON_VECTORS,
     UPGRADABLE,
+    add_parent_ids,
     add_section_records,
     check_format,
+    refuse_parent_filter_until_named,
     refuse_until_upgraded,
 )
 from langchain_gated_parent.pages import PAGES_RECORD, MergedPages, merge_pages
@@ -352,7 +355,12 @@ class GatedParentIndex:
             if legacy is not None:
                 check_format(legacy)
         if stored is None:
-            return {**wanted, "dimension": None, "metadata_keys": []}
+            return {
+                **wanted,
+                "dimension": None,
+                "metadata_keys": [],
+                PARENT_IDS_ON_VECTORS: True,
+            }
         check_format(stored)
         config = recorded(stored)
         if config["embedding_model"] != wanted["embedding_model"]:
@@ -620,6 +628,8 @@ class GatedParentIndex:
             [d.metadata[keys.PARENT_ID] for d in parents],
             np.concatenate([p.parent_vectors for p in prepared]),
             [d.metadata for d in parents],
+            # A replaced document may have lost a metadata key its stored vectors still hold.
+            clear=self.config["metadata_keys"] if any(old.values()) else (),
         )
         children = [d for p in prepared for d in p.children]
         if children:
@@ -727,19 +737,24 @@ class GatedParentIndex:
                 self.writer_lock.release()
 
     def _upgrade(self) -> None:
-        """Bring an index of the upgradable older format to this one (see :mod:`.formats`)."""
-        if self.config.get("format_version") != UPGRADABLE:
-            return
-        with self._changing():
-            added = add_section_records(self.docstore, self.vectors, self.section_store)
-        self.config["format_version"] = FORMAT_VERSION
-        self._put_config()
-        logger.warning(
-            "upgraded the index from format %d to %d (%d section records written)",
-            UPGRADABLE,
-            FORMAT_VERSION,
-            added,
-        )
+        """Bring an index written by an older version to this one (see :mod:`.formats`)."""
+        if self.config.get("format_version") == UPGRADABLE:
+            with self._changing():
+                added = add_section_records(self.docstore, self.vectors, self.section_store)
+            self.config["format_version"] = FORMAT_VERSION
+            self._put_config()
+            logger.warning(
+                "upgraded the index from format %d to %d (%d section records written)",
+                UPGRADABLE,
+                FORMAT_VERSION,
+                added,
+            )
+        if not self.config.get(PARENT_IDS_ON_VECTORS):
+            named = add_parent_ids(self.vectors) if self._has_vectors() else 0
+            self.config[PARENT_IDS_ON_VECTORS] = True
+            self._put_config()
+            if named:
+                logger.warning("gave %d parent vectors their parent_id (a filter names it)", named)
 
     @asynccontextmanager
     async def _awriting(self, storage: Executor) -> AsyncIterator[list[str]]:
@@ -936,6 +951,8 @@ class GatedParentIndex:
         refuse_until_upgraded(self.config)
         if where:
             validate_filter(where)
+            if keys.PARENT_ID in filter_keys(where) and _ids_of(where, keys.PARENT_ID) is None:
+                refuse_parent_filter_until_named(self.config)
         known = set(self.config.get("metadata_keys", [])) | {
             keys.DOC_ID,
             keys.PARENT_ID,

@@ -237,10 +237,20 @@ class ChromaVectors:
 
     # ------------------------------------------------------------------ writing
     def upsert_parents(
-        self, ids: list[str], vectors: NDArray[np.float32], metadatas: list[dict[str, Any]]
+        self,
+        ids: list[str],
+        vectors: NDArray[np.float32],
+        metadatas: list[dict[str, Any]],
+        *,
+        clear: Sequence[str] = (),
     ) -> None:
-        """Store parent vectors with their metadata (converted by :func:`to_chroma`)."""
-        self._upsert(self.parents, ids, vectors, [to_chroma(m) for m in metadatas])
+        """Store parent vectors with their metadata (converted by :func:`to_chroma`).
+
+        Chroma's upsert keeps the keys a vector stored before had and the new metadata lacks:
+        ``clear`` names keys to remove then (a key given ``None`` is removed, or not stored).
+        """
+        removed: dict[str, None] = dict.fromkeys(clear)
+        self._upsert(self.parents, ids, vectors, [{**removed, **to_chroma(m)} for m in metadatas])
 
     def upsert_children(
         self, ids: list[str], vectors: NDArray[np.float32], metadatas: list[dict[str, Any]]
@@ -253,7 +263,7 @@ class ChromaVectors:
         collection: Collection,
         ids: list[str],
         vectors: NDArray[np.float32],
-        metadatas: list[dict[str, str | int | float | bool]],
+        metadatas: Sequence[Mapping[str, str | int | float | bool | None]],
     ) -> None:
         """Write in batches no larger than the client's maximum (Chroma raises beyond it)."""
         size = self.client.get_max_batch_size()

@@ -18,13 +18,16 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_gated_parent import GatedParentIndex, cli, keys
+from langchain_gated_parent.formats import PARENT_IDS_ON_VECTORS
 from langchain_gated_parent.splitters import ParentChildSplit, split_document
+from langchain_gated_parent.stores.section_reads import EXACT_DOCUMENTS
 from tests.integration_tests.crash_worker import ROOT
-from tests.integration_tests.stores import StoreSpec
+from tests.integration_tests.stores import StoreSpec, fake_embeddings
 
 from .conftest import GAPDH, RIVAL, corpus
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from langchain_core.embeddings import Embeddings
@@ -150,6 +153,69 @@ def check_replace_and_delete(index: GatedParentIndex) -> None:
     assert rival_children == []
     hits = index.as_retriever(k=8).invoke("phenol extraction kits")
     assert RIVAL["doc_id"] not in {d.metadata[keys.DOC_ID] for d in hits}
+
+
+def labelled(count: int) -> list[Document]:
+    """More documents than are scored exactly, so a filter goes to the vector store."""
+    text = "# Methods\n\nCells were lysed on ice.\n\n# Results\n\nYield doubled after 48 h."
+    return [
+        Document(page_content=text, metadata={"doc_id": f"d{n}", "lab": "north"})
+        for n in range(count)
+    ]
+
+
+def check_a_key_a_replacement_drops_stops_matching(
+    open_index: Callable[[], GatedParentIndex],
+) -> None:
+    """Chroma's upsert keeps a key the new metadata lacks; the write removes it."""
+    index = open_index()
+    index.add_documents(labelled(EXACT_DOCUMENTS + 2))
+    unlabelled = Document(page_content=labelled(1)[0].page_content, metadata={"doc_id": "d0"})
+    index.add_documents([unlabelled])
+    retriever = open_index().as_retriever(k=20)
+    assert retriever.invoke("lysed", filter={"$and": [{"lab": "north"}, {"doc_id": "d0"}]}) == []
+    found = retriever.invoke("cells lysed", filter={"lab": "north"})
+    assert found
+    assert "d0" not in {d.metadata[keys.DOC_ID] for d in found}
+    assert "lab" not in index.parents.get(where={keys.DOC_ID: "d0"})["metadatas"][0]
+
+
+def check_an_older_index_gets_parent_ids(open_index: Callable[[], GatedParentIndex]) -> None:
+    """Parent vectors written before they carried parent_id: refused, then named by a write."""
+    index = open_index()
+    index.add_documents(labelled(EXACT_DOCUMENTS + 2))
+    stored = index.parents.get(include=[])["ids"]
+    index.parents.update(ids=stored, metadatas=[{keys.PARENT_ID: None} for _ in stored])
+    config = {k: v for k, v in index.journal.config().items() if k != PARENT_IDS_ON_VECTORS}
+    index.journal.put_config(config, index.journal.stamp())
+    older = open_index()
+    both = {"$and": [{keys.PARENT_ID: "P-d3:s1"}, {keys.DOC_ID: "d3"}]}
+    with pytest.raises(ValueError, match=r"parent_id beside other keys.*gated-parent recover"):
+        older.as_retriever().invoke("yield", filter=both)
+    alone = older.as_retriever().invoke("yield", filter={keys.PARENT_ID: "P-d3:s1"})
+    assert [d.metadata[keys.PARENT_ID] for d in alone] == ["P-d3:s1"]
+    older.recover()
+    assert all(m[keys.PARENT_ID] == p for p, m in zip(*_parent_metadatas(older), strict=True))
+    found = open_index().as_retriever().invoke("yield", filter=both)
+    assert [d.metadata[keys.PARENT_ID] for d in found] == ["P-d3:s1"]
+    assert older.verify().ok
+
+
+def _parent_metadatas(index: GatedParentIndex) -> tuple[list[str], list[dict[str, Any]]]:
+    got = index.parents.get(include=["metadatas"])
+    return got["ids"], got["metadatas"]
+
+
+def test_a_key_a_replacement_drops_stops_matching(tmp_path: Path) -> None:
+    check_a_key_a_replacement_drops_stops_matching(
+        lambda: GatedParentIndex(fake_embeddings(), directory=tmp_path)
+    )
+
+
+def test_an_older_index_gets_parent_ids(tmp_path: Path) -> None:
+    check_an_older_index_gets_parent_ids(
+        lambda: GatedParentIndex(fake_embeddings(), directory=tmp_path)
+    )
 
 
 def test_reopens_in_a_new_process_with_the_same_answers(index: GatedParentIndex) -> None:

@@ -33,6 +33,8 @@ from tests.integration_tests.stores import (
 from tests.integration_tests.test_concurrency import check_concurrent_use
 from tests.integration_tests.test_crash import check_after_kill, run_reference
 from tests.integration_tests.test_persistence import (
+    check_a_key_a_replacement_drops_stops_matching,
+    check_an_older_index_gets_parent_ids,
     check_reopens_with_the_same_answers,
     check_replace_and_delete,
 )
@@ -143,3 +145,13 @@ def test_crashes_converge(backend: Callable[[], StoreSpec], zygote: Zygote, tmp_
         reply = zygote.request(op="ingest", spec=spec.to_json(), kill=list(point))
         assert reply["status"] == "killed", (point, reply)
         check_after_kill(zygote, spec, reference, tmp_path)
+
+
+def test_a_key_a_replacement_drops_stops_matching(backend: Callable[[], StoreSpec]) -> None:
+    spec = backend()
+    check_a_key_a_replacement_drops_stops_matching(lambda: spec.open(fake_embeddings()))
+
+
+def test_an_older_index_gets_parent_ids(backend: Callable[[], StoreSpec]) -> None:
+    spec = backend()
+    check_an_older_index_gets_parent_ids(lambda: spec.open(fake_embeddings()))
