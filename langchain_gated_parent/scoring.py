@@ -221,8 +221,8 @@ def dedupe(  # noqa: PLR0913 (parallel arrays of one candidate list, plus two kn
     # with every other candidate: the retriever ranks every child of the opened sections, and
     # with a small ``limit`` the scan stops after a few of them. A product of a few dozen rows
     # per candidate, not a matrix product of the candidates (84 x 84 at k 60): BLAS runs that
-    # on threads that then spin beside onnxruntime's, and the next query's embedding took 2.3
-    # times as long (16.3 against 7.1 ms; 16 x 60 products did not slow it).
+    # on threads that then spin beside onnxruntime's, and every query of the process slowed
+    # (flat-para's too: BENCHMARKS.md, "What a query reads").
     near = None if vectors is None or near_duplicate is None else (vectors, near_duplicate)
     rows = len(ranked_rows) if limit is None else min(limit, len(ranked_rows))
     width, dtype = (0, np.float32) if near is None else (near[0].shape[1], near[0].dtype)
