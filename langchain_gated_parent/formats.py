@@ -7,10 +7,10 @@ once, under the writer lock (:meth:`~langchain_gated_parent.index.GatedParentInd
 ``gated-parent recover``, or any write). Older formats stored other metadata keys and are
 refused: they have to be rebuilt.
 
-Within format 4, parent vectors written before they carried their own ``parent_id`` lack it;
-the same writes add it (:func:`add_parent_ids`), and until then a filter naming ``parent_id``
-beside other keys, which only the vector store can answer, is refused rather than left to
-match nothing.
+Within format 4, parent vectors written before they carried their own ``parent_id`` lack
+it; the same writes add it (``ChromaVectors.name_parents``), and until then a filter naming
+``parent_id`` beside other keys, which only the vector store can answer, is refused rather
+than left to match nothing.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ UPGRADE_BATCH = 256
 """Parents read and recorded per step of the upgrade."""
 PARENT_IDS_ON_VECTORS = "parent_vectors_carry_parent_id"
 """Config key, true once every parent vector carries its own ``parent_id`` (what a filter
-names): set on a new index, and by :func:`add_parent_ids` on one written before."""
+names): set on a new index, and by the upgrade on one written before."""
 
 
 def check_format(config: Mapping[str, Any]) -> None:
@@ -81,16 +81,6 @@ def refuse_parent_filter_until_named(config: Mapping[str, Any]) -> None:
             "index.recover(), or add documents. A filter on parent_id alone works as it is"
         )
         raise ValueError(msg)
-
-
-def add_parent_ids(vectors: ChromaVectors) -> int:
-    """Give every stored parent vector its own ``parent_id``; returns how many were named."""
-    parent_ids = sorted(vectors.parent_ids())
-    size = vectors.client.get_max_batch_size()
-    for start in range(0, len(parent_ids), size):
-        batch = parent_ids[start : start + size]
-        vectors.parents.update(ids=batch, metadatas=[{keys.PARENT_ID: p} for p in batch])
-    return len(parent_ids)
 
 
 def add_section_records(

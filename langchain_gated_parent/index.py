@@ -41,7 +41,6 @@ from langchain_gated_parent.formats import (
     FORMAT_VERSION,
     PARENT_IDS_ON_VECTORS,
     UPGRADABLE,
-    add_parent_ids,
     add_section_records,
     check_format,
     refuse_parent_filter_until_named,
@@ -750,7 +749,7 @@ class GatedParentIndex:
                 added,
             )
         if not self.config.get(PARENT_IDS_ON_VECTORS):
-            named = add_parent_ids(self.vectors) if self._has_vectors() else 0
+            named = self.vectors.name_parents() if self._has_vectors() else 0
             self.config[PARENT_IDS_ON_VECTORS] = True
             self._put_config()
             if named:
@@ -951,15 +950,16 @@ class GatedParentIndex:
         refuse_until_upgraded(self.config)
         if where:
             validate_filter(where)
-            if keys.PARENT_ID in filter_keys(where) and _ids_of(where, keys.PARENT_ID) is None:
-                refuse_parent_filter_until_named(self.config)
+        named = filter_keys(where or {})
+        if keys.PARENT_ID in named and _ids_of(where, keys.PARENT_ID) is None:
+            refuse_parent_filter_until_named(self.config)
         known = set(self.config.get("metadata_keys", [])) | {
             keys.DOC_ID,
             keys.PARENT_ID,
             keys.TITLE,
             keys.SOURCE,
         }
-        unknown = sorted(filter_keys(where or {}) - known)
+        unknown = sorted(named - known)
         if unknown:
             msg = (
                 f"filter key(s) {', '.join(map(repr, unknown))} are not metadata of this index; "

@@ -283,6 +283,18 @@ class ChromaVectors:
         for start in range(0, len(parent_ids), size):
             self.parents.delete(ids=list(parent_ids[start : start + size]))
 
+    def name_parents(self) -> int:
+        """Give every stored parent vector its own ``parent_id``; returns how many there are.
+
+        For parent vectors written before they carried it (see :mod:`..formats`).
+        """
+        parent_ids = sorted(self.parent_ids())
+        size = self.client.get_max_batch_size()
+        for start in range(0, len(parent_ids), size):
+            batch = parent_ids[start : start + size]
+            self.parents.update(ids=batch, metadatas=[{keys.PARENT_ID: p} for p in batch])
+        return len(parent_ids)
+
     # ------------------------------------------------------------------ reading
     def parent_owners(self, parent_ids: list[str]) -> dict[str, Any]:
         """The document each stored parent vector belongs to (absent ids are left out)."""

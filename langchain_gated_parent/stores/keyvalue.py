@@ -19,9 +19,11 @@ __all__ = ["fast_keys", "fast_mget"]
 
 PLACEHOLDERS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
 """Positional placeholders by DB-API ``paramstyle`` (SQLite's, psycopg's)."""
-_SELECT = "SELECT key, value FROM langchain_key_value_stores WHERE namespace = {mark} AND key IN "
+TABLE = "langchain_key_value_stores"
+"""LangChain's ``SQLStore`` table: every namespace's keys and values."""
+_SELECT = f"SELECT key, value FROM {TABLE} WHERE namespace = {{mark}} AND key IN "  # noqa: S608
 _KEYS = (
-    "SELECT key FROM langchain_key_value_stores WHERE namespace = {mark} "
+    f"SELECT key FROM {TABLE} WHERE namespace = {{mark}} "  # noqa: S608
     "AND substr(key, 1, {mark}) = {mark} LIMIT {mark}"
 )
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
-from langchain_gated_parent.stores.keyvalue import PLACEHOLDERS
+from langchain_gated_parent.stores.keyvalue import PLACEHOLDERS, TABLE
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -45,16 +45,15 @@ class BatchSQLStore(SQLStore):
         if not values:
             return
         keys = list(values)
-        table = "langchain_key_value_stores"
         with engine.begin() as conn:
             for start in range(0, len(keys), DELETE_CHUNK):
                 chunk = keys[start : start + DELETE_CHUNK]
                 conn.exec_driver_sql(
-                    f"DELETE FROM {table} WHERE namespace = {mark} "  # noqa: S608
+                    f"DELETE FROM {TABLE} WHERE namespace = {mark} "  # noqa: S608
                     f"AND key IN ({', '.join([mark] * len(chunk))})",
                     (self.namespace, *chunk),
                 )
             conn.exec_driver_sql(
-                f"INSERT INTO {table} (namespace, key, value) VALUES ({mark}, {mark}, {mark})",  # noqa: S608
+                f"INSERT INTO {TABLE} (namespace, key, value) VALUES ({mark}, {mark}, {mark})",  # noqa: S608
                 [(self.namespace, key, value) for key, value in values.items()],
             )
