@@ -72,6 +72,10 @@ RESERVED = frozenset(
 )
 """Metadata keys the index sets itself; every other key is the document's own."""
 
+USER_VALUE_TYPES = (str, int, float, bool)
+"""The value types of a document's own metadata that the index copies onto its parents and
+children, and that vector-store filters can match (lists, dicts and ``None`` stay out)."""
+
 SCORE = "score"
 """The learned ranker's score in (0, 1) (``alpha="learned"``, the default:
 ``scoring.learned_child_scores``), or for a number ``alpha`` the fused score

@@ -72,7 +72,7 @@ def user_metadata(document: Document) -> dict[str, Any]:
     return {
         k: v
         for k, v in document.metadata.items()
-        if k not in keys.RESERVED and isinstance(v, (str, int, float, bool))
+        if k not in keys.RESERVED and isinstance(v, keys.USER_VALUE_TYPES)
     }
 
 

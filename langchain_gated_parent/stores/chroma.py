@@ -53,7 +53,7 @@ def to_chroma(metadata: Mapping[str, Any]) -> dict[str, str | int | float | bool
     return {
         key: value
         for key, value in metadata.items()
-        if (key in _IDS or key not in keys.RESERVED) and isinstance(value, (str, int, float, bool))
+        if (key in _IDS or key not in keys.RESERVED) and isinstance(value, keys.USER_VALUE_TYPES)
     }
 
 
