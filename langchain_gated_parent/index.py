@@ -1029,6 +1029,11 @@ class GatedParentIndex:
     """The vector store, as tracing names it (``ls_vector_store_provider``)."""
 
     @property
+    def searches_in_process(self) -> bool:
+        """Whether the gate's searches all run in this process (a local Chroma, SQLite terms)."""
+        return self.vectors.in_process and (self.sparse is None or self.sparse.in_process)
+
+    @property
     def embedding_model(self) -> str:
         """The embedding model's name, as tracing names it (``ls_embedding_provider``)."""
         return model_name_of(self.embeddings)

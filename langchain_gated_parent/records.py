@@ -100,6 +100,15 @@ class SearchStore(Protocol):
         """The embedding model's name, reported to tracing as ``ls_embedding_provider``."""
         ...
 
+    @property
+    def searches_in_process(self) -> bool:
+        """Whether the gate's searches all run in this process, not on servers.
+
+        The retriever then runs them one after the other: beside each other, Python work on
+        one thread holds up the other's return from a search that let go of the GIL.
+        """
+        ...
+
     def check_dimension(self, vector: Sequence[float]) -> None:
         """Refuse a query vector of another length than the stored vectors'."""
         ...

@@ -60,11 +60,13 @@ class _Begin:
 
 @dataclass(frozen=True)
 class _Search:
-    """The gate's searches, independent of each other, so run at once (0 asked: skipped).
+    """The gate's searches, independent of each other (0 asked: skipped).
 
     They start once the query is embedded, even the term search, which needs no vector: the
     embedding keeps every core busy, and a search beside it slows it down by as much as the
-    search takes, while a term search beside a vector search overlaps it.
+    search takes. Searches that wait on servers run at once; searches that all run in this
+    process run one after the other, which is faster: the vector search lets go of the GIL,
+    but must wait to take it back while the term search runs Python beside it.
     """
 
     query: str
@@ -101,6 +103,10 @@ _SEARCHES = ThreadPoolExecutor(max_workers=3, thread_name_prefix="gated-search")
 
 def _nothing() -> None:
     return None
+
+
+def _one_after_another(calls: Sequence[Callable[[], Any]]) -> tuple[Any, ...]:
+    return tuple(call() for call in calls)
 
 
 def _parent_of_child(child: str) -> str:
@@ -476,7 +482,11 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 step = plan.send(result)
                 # Storage may be synchronous (a local vector store often is): its calls run
                 # off the event loop, in threads that see this task's context (tracing).
-                calls = [run_in_executor(None, call) for call in self._storage_calls(step)]
+                storage = self._storage_calls(step)
+                if isinstance(step, _Search) and self.index.searches_in_process:
+                    result = await run_in_executor(None, _one_after_another, storage)
+                    continue
+                calls = [run_in_executor(None, call) for call in storage]
                 if isinstance(step, _Begin):
                     calls.insert(0, self._aembed(step))
                 result = tuple(await asyncio.gather(*calls))
@@ -497,6 +507,8 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
                 return (calls[0](), calls[1]())
         elif not isinstance(step, _Search):
             return calls[0]()
+        elif self.index.searches_in_process:
+            return _one_after_another(calls)
         futures = [_SEARCHES.submit(call) for call in calls[1:]]
         return (calls[0](), *(future.result() for future in futures))
 

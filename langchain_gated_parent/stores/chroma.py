@@ -184,6 +184,13 @@ def filter_keys(where: Mapping[str, Any]) -> set[str]:
     return found
 
 
+IN_PROCESS_APIS = frozenset(
+    {"chromadb.api.rust.RustBindingsAPI", "chromadb.api.segment.SegmentAPI"}
+)
+"""chromadb's implementations that search in the calling process (any other, such as
+``HttpClient``'s, waits on a server)."""
+
+
 class ChromaVectors:
     """The parent and child vector collections of one index, named ``{name}-parents/children``.
 
@@ -199,6 +206,7 @@ class ChromaVectors:
         self.client = source.client
         self.name = name
         self.folder = folder
+        self.in_process = self.client.get_settings().chroma_api_impl in IN_PROCESS_APIS
         configuration = dict(source.configuration or {})
         hnsw = {**dict(configuration.get("hnsw") or {}), "space": SPACE}
         self._configuration = cast("CreateCollectionConfiguration", {**configuration, "hnsw": hnsw})

@@ -55,6 +55,9 @@ class SparseRow:
 class SparseIndex(Protocol):
     """A term index over parents: written with them, searched by the gate."""
 
+    in_process: bool
+    """Whether a search runs in the calling process (rather than waiting on a server)."""
+
     def upsert(self, rows: Sequence[SparseRow]) -> None:
         """Index (or re-index) these parents."""
         ...
@@ -104,6 +107,8 @@ class SqliteSparseIndex:
     ``fts5vocab`` view of the FTS5 table (no data of its own), lists each term's rows, for the
     postings kept in memory (up to ``postings_bytes``; 0: every search asks FTS5).
     """
+
+    in_process = True
 
     def __init__(self, engine: Any, namespace: str, *, postings_bytes: int = 0) -> None:
         """Create the tables if missing."""
@@ -248,6 +253,8 @@ class SqliteSparseIndex:
 
 class PostgresSparseIndex:
     """PostgreSQL full-text search over parents: a ``tsvector`` column with a GIN index."""
+
+    in_process = False
 
     def __init__(self, engine: Any, namespace: str) -> None:
         """Create the table and its index if missing."""

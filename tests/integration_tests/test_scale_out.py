@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from langchain_gated_parent import GatedParentIndex
 from tests.integration_tests.crash_worker import Zygote
 from tests.integration_tests.stores import (
     POSTGRES_ENV,
@@ -136,6 +137,14 @@ def test_replace_and_delete(backend: Callable[[], StoreSpec], embeddings: MiniLM
 
 def test_concurrent_use(backend: Callable[[], StoreSpec]) -> None:
     check_concurrent_use(backend().open(fake_embeddings()))
+
+
+def test_searches_that_wait_on_a_server_overlap(
+    backend: Callable[[], StoreSpec], tmp_path: Path
+) -> None:
+    # A Chroma server, or a term index in PostgreSQL: the retriever runs the searches at once.
+    assert not backend().open(fake_embeddings()).searches_in_process
+    assert GatedParentIndex(fake_embeddings(), directory=tmp_path / "local").searches_in_process
 
 
 def test_crashes_converge(backend: Callable[[], StoreSpec], zygote: Zygote, tmp_path: Path) -> None:

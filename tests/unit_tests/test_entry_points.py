@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import contextvars
 import inspect
+import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -126,6 +127,7 @@ class FakeStore:
     """
 
     vector_store_provider = "FakeStore"
+    searches_in_process = True
 
     def __init__(self, documents: Sequence[Document]) -> None:
         self.embeddings = DeterministicFakeEmbedding(size=8)
@@ -267,6 +269,31 @@ def test_the_child_search_stands_in_for_the_parent_vector_search(
     opened = {p.id: p.metadata[keys.PARENT_SCORE] for p in explained.parents}
     assert opened == pytest.approx({pid: expected[pid] for pid in opened})
     assert all("dense" in p.metadata[keys.GATE_SOURCES] for p in explained.parents)
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_searches_in_this_process_run_in_turn_on_the_callers_thread(
+    fake_store: FakeStore, monkeypatch: pytest.MonkeyPatch, *, in_process: bool
+) -> None:
+    threads: dict[str, str] = {}
+
+    def recorded(name: str) -> Any:
+        method = getattr(fake_store, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            threads[name] = threading.current_thread().name
+            return method(*args, **kwargs)
+
+        return call
+
+    for name in ("search_sparse", "search_children"):
+        monkeypatch.setattr(fake_store, name, recorded(name))
+    monkeypatch.setattr(fake_store, "searches_in_process", in_process)
+    assert GatedParentRetriever.from_store(fake_store, k=2).invoke("cache size")
+    caller = threading.current_thread().name
+    assert threads["search_children"] == caller
+    # Searches that wait on servers overlap: the term search runs on a worker thread.
+    assert (threads["search_sparse"] == caller) is in_process
 
 
 def test_tracing_names_the_stores_provider_and_model(fake_store: FakeStore) -> None:
