@@ -15,10 +15,12 @@ share one build, each through a view with its own read caches (see ``GatedPeer.v
 they differ by their query settings only. Prints p50/p95 per retriever and the ratio of each
 median to flat-para's. Retrievers: flat-para, flat-hybrid, gated (the defaults) and
 gated-dense-gate (the gate before the hybrid one); ``--retrievers`` picks others (any name of
-:data:`benchmarks.peers.PEERS`, e.g. ``gated-alpha``). ``--rounds 2`` asks every question again
-and prints each round apart: the first pays for every first read of a section or a term, the
-second shows a process that has read them (a server some time after it started), as far as
-its read cache holds them: ``--cached-sections`` sets the gated indexes' ``cached_sections``.
+:data:`benchmarks.peers.PEERS`, e.g. ``gated-alpha``, or ``flat-para-retriever``: flat-para's
+search through LangChain's Chroma retriever, as a LangChain user runs it). ``--rounds 2``
+asks every question again and prints each round apart: the first pays for every first read of
+a section or a term, the second shows a process that has read them (a server some time after
+it started), as far as its read cache holds them: ``--cached-sections`` sets the gated
+indexes' ``cached_sections``.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
 
     from benchmarks.metrics import Span
@@ -122,6 +123,12 @@ def _chroma_client(directory: Path) -> Any:
 
 def _cosine_collection(client: Any, name: str) -> Any:
     return client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"})
+
+
+def _paragraphs_found(docs: Sequence[Document]) -> SearchResult:
+    """The result of a LangChain retriever over the paragraph collection (its span metadata)."""
+    spans = [(str(d.metadata[DOC_ID]), int(d.metadata[START]), int(d.metadata[END])) for d in docs]
+    return SearchResult(texts=[d.page_content for d in docs], spans=spans)
 
 
 def _add_batched(
@@ -228,6 +235,40 @@ class FlatChunks(_ChromaPeer):
                 raise RuntimeError(msg)
             units.append((doc.page_content, start, end))
         return units
+
+
+@dataclass
+class FlatParagraphsRetriever(FlatParagraphs):
+    """``flat-para-retriever``: ``flat-para`` searched through LangChain, for latency.
+
+    ``langchain_chroma.Chroma(...).as_retriever(search_kwargs={"k": 60}).invoke``: the same
+    vectors and results as ``flat-para``, which reads its collection with the raw chromadb
+    client, plus what a LangChain user's flat search also pays (the retriever's run callbacks,
+    a ``Document`` per result), as the gated retriever does.
+    """
+
+    _retriever: Any = field(default=None, init=False, repr=False)
+
+    def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
+        from langchain_chroma import Chroma
+
+        vectors = super().build(papers, directory, embeddings)
+        store = Chroma(
+            client=self._client,
+            collection_name=self.name.replace("-", "_"),
+            embedding_function=embeddings,
+        )
+        self._retriever = store.as_retriever(search_kwargs={"k": self.k})
+        return vectors
+
+    def search(self, question: str, paper_id: str | None) -> SearchResult:
+        where = {} if paper_id is None else {"filter": {DOC_ID: paper_id}}
+        docs = self._retriever.invoke(question, **where)
+        return _paragraphs_found(docs)
+
+    def close(self) -> None:
+        self._retriever = None
+        super().close()
 
 
 # --------------------------------------------------------------------------- BM25
@@ -346,10 +387,7 @@ class FlatHybrid(FlatParagraphs):
             weights=[0.5, 0.5],
         )
         docs = ensemble.invoke(question)[: self.k]
-        spans = [
-            (str(d.metadata[DOC_ID]), int(d.metadata[START]), int(d.metadata[END])) for d in docs
-        ]
-        return SearchResult(texts=[d.page_content for d in docs], spans=spans)
+        return _paragraphs_found(docs)
 
     def close(self) -> None:
         self._vectorstore = None
@@ -681,6 +719,7 @@ class GatedPeer(Peer):
 
 PEERS: dict[str, Callable[[], Peer]] = {
     "flat-para": lambda: FlatParagraphs(name="flat-para"),
+    "flat-para-retriever": lambda: FlatParagraphsRetriever(name="flat-para-retriever"),
     "flat-chunk": lambda: FlatChunks(name="flat-chunk"),
     "bm25-para": lambda: BM25Paragraphs(name="bm25-para"),
     "flat-hybrid": lambda: FlatHybrid(name="flat-hybrid"),

@@ -147,6 +147,32 @@ def test_a_view_of_a_gated_build_answers_as_that_build(cache_dir: Path, tmp_path
         peer.close()
 
 
+@pytest.mark.parametrize("setting", ["paper", "corpus"])
+def test_flat_para_through_langchain_finds_what_flat_para_finds(
+    setting: str, cache_dir: Path, tmp_path: Path
+) -> None:
+    """``flat-para-retriever`` times LangChain's retriever over flat-para's collection."""
+    from benchmarks.embedding_cache import CachedEmbeddings
+    from benchmarks.peers import PEERS, FlatParagraphs
+    from benchmarks.qasper import load_corpus
+    from langchain_gated_parent.embeddings import MiniLMEmbeddings
+
+    papers = load_corpus([str(DATA)], N_PAPERS)
+    embeddings = CachedEmbeddings(MiniLMEmbeddings(), cache_dir / "embeddings.sqlite")
+    peer = PEERS["flat-para-retriever"]()
+    assert isinstance(peer, FlatParagraphs)
+    peer.setting = setting
+    peer.build(papers, tmp_path, embeddings)
+    asked = [(q.question, p.paper_id) for p in papers for q in p.questions][:5]
+    for question, paper_id in asked:
+        scope = paper_id if setting == "paper" else None
+        found = peer.search(question, scope)
+        assert found.texts
+        assert found == FlatParagraphs.search(peer, question, scope)  # the raw client's answer
+        assert setting == "corpus" or {span[0] for span in found.spans} == {paper_id}
+    peer.close()
+
+
 def _printed(module: str, cache_dir: Path, *args: str) -> list[str]:
     """What ``python -m benchmarks.<module>`` prints over the first papers (it must exit 0)."""
     cmd = [
