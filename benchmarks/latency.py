@@ -100,7 +100,7 @@ def main() -> None:
         base = statistics.median(timings["flat-para"])
         for name, values in timings.items():
             print(
-                f"{name:16s} p50 {statistics.median(values):6.1f} ms  "
+                f"{name:20s} p50 {statistics.median(values):6.1f} ms  "
                 f"p95 {percentile(values, 95):6.1f} ms  "
                 f"p50 / flat-para {statistics.median(values) / base:.2f}x"
             )
