@@ -504,7 +504,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
             embed = self.index.embeddings.embed_query
             calls.insert(0, (lambda: embed(step.query)) if step.embed else _nothing)
             if step.where is None:  # a small index's documents: known at once, after the embedding
-                return (calls[0](), calls[1]())
+                return _one_after_another(calls)
         elif not isinstance(step, _Search):
             return calls[0]()
         elif self.index.searches_in_process:

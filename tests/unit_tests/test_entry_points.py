@@ -23,7 +23,7 @@ from langchain_gated_parent import GatedParentIndex, GatedParentRetriever, keys,
 from langchain_gated_parent.records import ChildRows, SearchStore, Section
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 pytestmark = pytest.mark.disable_socket
 
@@ -92,23 +92,31 @@ async def test_abatch_answers_as_ainvoke_with_an_asymmetric_model(
 TRACE: contextvars.ContextVar[str] = contextvars.ContextVar("trace", default="unset")
 
 
-async def test_async_storage_calls_see_the_callers_context(
-    asymmetric: GatedParentRetriever, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    index = asymmetric.index
+def record_calls(
+    monkeypatch: pytest.MonkeyPatch, store: object, names: Sequence[str], observe: Callable[[], str]
+) -> list[tuple[str, str]]:
+    """Each later call of these methods of ``store``, by name, with what ``observe`` saw in it."""
     seen: list[tuple[str, str]] = []
 
     def recorded(name: str) -> Any:
-        method = getattr(index, name)
+        method = getattr(store, name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            seen.append((name, TRACE.get()))
+            seen.append((name, observe()))
             return method(*args, **kwargs)
 
         return call
 
-    for name in ("document_sections", "search_sparse", "search_children", "children_of"):
-        monkeypatch.setattr(index, name, recorded(name))
+    for name in names:
+        monkeypatch.setattr(store, name, recorded(name))
+    return seen
+
+
+async def test_async_storage_calls_see_the_callers_context(
+    asymmetric: GatedParentRetriever, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = ("document_sections", "search_sparse", "search_children", "children_of")
+    seen = record_calls(monkeypatch, asymmetric.index, names, TRACE.get)
     TRACE.set("run-42")
     assert await asymmetric.ainvoke("Memory use")
     # An index of a few documents is scored exactly: no vector search.
@@ -275,21 +283,11 @@ def test_the_child_search_stands_in_for_the_parent_vector_search(
 def test_searches_in_this_process_run_in_turn_on_the_callers_thread(
     fake_store: FakeStore, monkeypatch: pytest.MonkeyPatch, *, in_process: bool
 ) -> None:
-    threads: dict[str, str] = {}
-
-    def recorded(name: str) -> Any:
-        method = getattr(fake_store, name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            threads[name] = threading.current_thread().name
-            return method(*args, **kwargs)
-
-        return call
-
-    for name in ("search_sparse", "search_children"):
-        monkeypatch.setattr(fake_store, name, recorded(name))
+    names = ("search_sparse", "search_children")
+    seen = record_calls(monkeypatch, fake_store, names, lambda: threading.current_thread().name)
     monkeypatch.setattr(fake_store, "searches_in_process", in_process)
     assert GatedParentRetriever.from_store(fake_store, k=2).invoke("cache size")
+    threads = dict(seen)
     caller = threading.current_thread().name
     assert threads["search_children"] == caller
     # Searches that wait on servers overlap: the term search runs on a worker thread.
