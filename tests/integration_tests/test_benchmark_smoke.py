@@ -212,3 +212,17 @@ def test_read_cache_prints_memory_kept_per_section(cache_dir: Path) -> None:
     assert opened > header > 0  # a kept section holds its children, a header only its vector
     assert children > 0
     assert per_child == pytest.approx(opened / children, abs=0.1)
+
+
+def test_query_steps_times_each_read_on_the_first_pass_and_asked_again(cache_dir: Path) -> None:
+    """``benchmarks.query_steps``: each read's first-pass and asked-again times, apart."""
+    lines = _printed("query_steps", cache_dir)
+    assert lines[0].startswith(f"{N_PAPERS} papers, ")
+    assert lines[1].startswith("the index's reads, per call: the first pass, then asked again")
+    reads = lines[2 : lines.index(next(line for line in lines if line.startswith("query ")))]
+    timed = {line.split()[0]: line for line in reads}
+    assert {"check_filter", "children_of"} <= set(timed)  # a small index is scored exactly
+    for line in timed.values():
+        assert re.fullmatch(
+            r"\w+ +mean +[\d.]+ ms first, +[\d.]+ asked again \(p50 +[\d.]+, +[\d.]+\)", line
+        ), line
