@@ -34,8 +34,8 @@ READS = ("check_filter", "search_children", "search_sparse", "sections", "childr
 K = 60
 
 
-def _timed(index: Any, phase: list[dict[str, list[float]]]) -> None:
-    """Wrap the index's reads so each call's time lands in ``phase[0]`` (swapped per pass)."""
+def _timed(index: Any, timings: dict[str, list[float]]) -> None:
+    """Wrap the index's reads so each call's time lands in ``timings``."""
     for name in READS:
         read = getattr(index, name)
 
@@ -44,7 +44,7 @@ def _timed(index: Any, phase: list[dict[str, list[float]]]) -> None:
             try:
                 return _read(*args, **kwargs)
             finally:
-                phase[0].setdefault(_name, []).append(1000 * (time.perf_counter() - started))
+                timings[_name].append(1000 * (time.perf_counter() - started))
 
         setattr(index, name, timed)
 
@@ -99,10 +99,8 @@ def main() -> None:
         index = corpus.open()
         retriever = index.as_retriever(k=K)
         timings: dict[str, list[float]] = defaultdict(list)
-        first: dict[str, list[float]] = {}
-        again: dict[str, list[float]] = {}
-        phase = [first]
-        _timed(index, phase)
+        reads: dict[str, list[float]] = defaultdict(list)
+        _timed(index, reads)
         for question in questions:
             started = time.perf_counter()
             retriever.invoke(question)
@@ -118,8 +116,10 @@ def main() -> None:
                 q, run_manager=None, **kw
             ),
         }
-        phase[0] = again
+        first = dict(reads)  # the first pass's; the lists asked again start empty
+        reads.clear()
         _alternating(calls, questions, vectors, timings)
+        again = dict(reads)
         fresh = {
             "first, terms read: invoke": corpus.open().as_retriever(k=K).invoke,
             "... terms counted": _without_terms(corpus.open()).as_retriever(k=K).invoke,

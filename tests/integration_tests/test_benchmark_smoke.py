@@ -219,7 +219,8 @@ def test_query_steps_times_each_read_on_the_first_pass_and_asked_again(cache_dir
     lines = _printed("query_steps", cache_dir)
     assert lines[0].startswith(f"{N_PAPERS} papers, ")
     assert lines[1].startswith("the index's reads, per call: the first pass, then asked again")
-    reads = lines[2 : lines.index(next(line for line in lines if line.startswith("query ")))]
+    end = next(n for n, line in enumerate(lines) if line.startswith("query "))
+    reads = lines[2:end]
     timed = {line.split()[0]: line for line in reads}
     assert {"check_filter", "children_of"} <= set(timed)  # a small index is scored exactly
     for line in timed.values():
