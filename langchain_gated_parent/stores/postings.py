@@ -5,15 +5,16 @@ Across a collection a question's common words match most sections, and FTS5 call
 sections), growing with the collection. The ranking needs little: each query term's postings
 (row id, occurrences), each row's length in tokens, and the row's parent id. Those are read
 from FTS5's own tables (``fts5vocab`` and its ``docsize`` table), kept decoded for the
-index's current version (:class:`~.read_cache.ReadCache`), and scored with FTS5's formula, so
-a warm query costs a few array operations and ranks exactly as ``bm25()`` does.
+index's current version (:class:`~.read_cache.ReadCache`), and scored with FTS5's formula: a
+term's weight in each of its rows is worked out once, when its postings are read, so a warm
+query adds one array per term and ranks exactly as ``bm25()`` does.
 
 The database stays the one store (the ``fts5vocab`` table is a view, with no data of its own),
 and a process that opens the index reads only the terms its questions use. A term's first read
 in a version is one statement per term, and a question's new words are stemmed in one; warm, a
-query reads nothing and costs a few tenths of a millisecond there. Postings take 12 bytes each
-(11.6 MB for the 963 terms of QASPER dev's questions at 1,169 papers; see
-``benchmarks/term_search.py``).
+query reads nothing and costs about a tenth of a millisecond there. Postings take 16 bytes
+each, a row id and a weight (15.5 MB for the 963 terms of QASPER dev's questions at 1,169
+papers; see ``benchmarks/term_search.py``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ __all__ = ["DEFAULT_POSTINGS_BYTES", "FTS5_TOKENIZER", "CachedPostings"]
 
 DEFAULT_POSTINGS_BYTES = 128 * 2**20
 """Postings a process keeps (besides the one row table, about 17 bytes and a parent id a
-section): 11.6 MB held the 963 terms of QASPER dev's questions at 1,169 papers, and a term's
+section): 15.5 MB held the 963 terms of QASPER dev's questions at 1,169 papers, and a term's
 postings grow with the sections that use it, so the bound is in bytes."""
 FTS5_TOKENIZER = "porter unicode61"
 K1 = 1.2
@@ -68,12 +69,28 @@ class _Rows:
 
 @dataclass(frozen=True)
 class _Postings:
+    """One term's rows and what it adds to each row's score (its BM25 term, worked out once).
+
+    The weights depend on the rows entry (lengths, row count) of the same version of the
+    index, which is read first and kept as long as the postings are.
+    """
+
     rows: NDArray[np.int64]
-    counts: NDArray[np.float32]
+    """Row ids, numpy's index type: an index of another type is converted on every search."""
+    weights: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, found: NDArray[np.int64], counts: NDArray[np.float64], rows: _Rows) -> _Postings:
+        """BM25's term for each row the term occurs in (``counts`` times), as FTS5 weighs it."""
+        known = found < len(rows.live)  # rows added after the rows entry was read
+        hits, tf = found[known], counts[known]
+        hit_rows = len(found)  # postings read after the rows entry may outnumber it
+        idf = math.log((max(rows.count, hit_rows) - hit_rows + 0.5) / (hit_rows + 0.5))
+        return cls(hits, max(idf, MIN_IDF) * tf * (K1 + 1.0) / (tf + rows.norm[hits]))
 
     def nbytes(self) -> int:
         """What the arrays hold, the cache's weight."""
-        return int(self.rows.nbytes + self.counts.nbytes)
+        return int(self.rows.nbytes + self.weights.nbytes)
 
 
 class _Stemmer:
@@ -171,17 +188,13 @@ class CachedPostings:
                 if rows is None:
                     rows = self._read_rows(conn)
                     self._rows.put({ROWS_KEY: rows}, version)
-                missing = {t: self._read_postings(conn, t) for t in unread}
+                missing = {t: _Postings.of(*self._read_postings(conn, t), rows) for t in unread}
             self._terms.put(missing, version)
             postings |= missing
         scores = np.zeros(len(rows.live))
         for term in terms:
             found = postings[term]
-            known = found.rows < len(rows.live)  # rows added after the rows entry was read
-            hits, counts = found.rows[known], found.counts[known].astype(np.float64)
-            hit_rows = len(found.rows)  # postings read after the rows entry may outnumber it
-            idf = math.log((max(rows.count, hit_rows) - hit_rows + 0.5) / (hit_rows + 0.5))
-            scores[hits] += max(idf, MIN_IDF) * counts * (K1 + 1.0) / (counts + rows.norm[hits])
+            scores[found.rows] += found.weights
         hit = np.flatnonzero((scores > 0) & rows.live)
         if len(hit) > n:
             hit = hit[np.argpartition(-scores[hit], n - 1)[:n]]
@@ -205,7 +218,8 @@ class CachedPostings:
         norm = K1 * (1.0 - B + B * lengths / (average or 1.0))
         return _Rows(norm, live, parent_ids, count)
 
-    def _read_postings(self, conn: Any, term: str) -> _Postings:
+    def _read_postings(self, conn: Any, term: str) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """The rows ``term`` occurs in, and how often in each."""
         # A common word occurs tens of thousands of times ("model": 46,224 at 1,169 QASPER
         # papers). SQLite's GROUP BY sorts every occurrence, and a Python row per occurrence
         # costs more still, so the row ids come back as one string, counted in numpy: 8-9 ms
@@ -216,4 +230,4 @@ class CachedPostings:
         ).one()
         occurrences = np.fromstring(joined or "", dtype=np.int64, sep=",")
         rows, counts = np.unique(occurrences, return_counts=True)
-        return _Postings(rows, counts.astype(np.float32))
+        return rows, counts.astype(np.float64)
