@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import itertools
-import sqlite3
-import threading
 import warnings
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from langchain_gated_parent.stores.statements import statement_runner
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -33,8 +32,7 @@ def fast_mget(store: BaseStore[str, bytes]) -> Callable[[list[str]], list[bytes 
 
     ``SQLStore.mget`` builds an ORM session and compiles a statement per call, ~1 ms on SQLite,
     more than the read itself; a query reads a few keys several times, so these reads send
-    plain SQL on the same table instead: through the engine's connection pool, or, for a
-    SQLite file, on a connection of the reading thread's own (:class:`_SQLiteConnections`).
+    plain SQL on the same table instead (:func:`~.statements.statement_runner`).
     """
     driver = _driver(store)
     if driver is None:
@@ -86,39 +84,7 @@ def _driver(
 
     if not isinstance(store, SQLStore) or not isinstance(store.engine, Engine):
         return None
-    engine, namespace = store.engine, store.namespace
-    database = engine.url.database
-    plain_file = not engine.url.query and database not in (None, "", ":memory:")
-    if engine.dialect.name == "sqlite" and plain_file:  # its path, as SQLAlchemy resolves it
-        return namespace, "?", _SQLiteConnections(str(Path(str(database)).resolve())).run
+    engine = store.engine
     if engine.dialect.paramstyle not in PLACEHOLDERS:
         return None
-
-    def run(sql: str, parameters: tuple[Any, ...]) -> Sequence[Any]:
-        with engine.connect() as conn:
-            return conn.exec_driver_sql(sql, parameters).all()
-
-    return namespace, PLACEHOLDERS[engine.dialect.paramstyle], run
-
-
-class _SQLiteConnections:
-    """Statements on a SQLite file, each thread on a connection of its own.
-
-    Checking a connection out of SQLAlchemy's pool costs four times the read of a few keys
-    (about 100 µs against 25). Each connection is in autocommit mode, as the pool's are for a
-    read: every statement reads the last committed state, and no transaction stays open
-    between reads to hold back a writer. A thread's connection closes when the thread ends or
-    when this object is dropped (with the index that made it).
-    """
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-        self._local = threading.local()
-
-    def run(self, sql: str, parameters: tuple[Any, ...]) -> list[Any]:
-        """The rows of one statement, on this thread's connection."""
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(self._path, isolation_level=None)
-            self._local.connection = connection
-        return connection.execute(sql, parameters).fetchall()
+    return store.namespace, PLACEHOLDERS[engine.dialect.paramstyle], statement_runner(engine)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from langchain_gated_parent.stores.read_cache import ReadCache
+from langchain_gated_parent.stores.statements import statement_runner
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -150,7 +151,7 @@ class CachedPostings:
 
     def __init__(self, engine: Any, *, fts: str, ids: str, vocab: str, budget: int) -> None:
         """Read ``fts`` (its ``vocab`` instance table) and ``ids`` (row id to parent id)."""
-        self._engine = engine
+        self._run = statement_runner(engine)
         self._fts = fts
         self._ids = ids
         self._vocab = vocab
@@ -184,11 +185,10 @@ class CachedPostings:
         postings = self._terms.get(terms)
         unread = [t for t in dict.fromkeys(terms) if t not in postings]
         if rows is None or unread:  # warm, a search reads nothing
-            with self._engine.connect() as conn:
-                if rows is None:
-                    rows = self._read_rows(conn)
-                    self._rows.put({ROWS_KEY: rows}, version)
-                missing = {t: _Postings.of(*self._read_postings(conn, t), rows) for t in unread}
+            if rows is None:
+                rows = self._read_rows()
+                self._rows.put({ROWS_KEY: rows}, version)
+            missing = {t: _Postings.of(*self._read_postings(t), rows) for t in unread}
             self._terms.put(missing, version)
             postings |= missing
         scores = np.zeros(len(rows.live))
@@ -201,9 +201,9 @@ class CachedPostings:
         best = hit[np.lexsort((hit, -scores[hit]))]
         return [(str(rows.parent_ids[r]), float(scores[r])) for r in best]
 
-    def _read_rows(self, conn: Any) -> _Rows:
-        sizes = conn.exec_driver_sql(f"SELECT id, sz FROM {self._fts}_docsize").all()  # noqa: S608
-        parents = conn.exec_driver_sql(f"SELECT id, parent_id FROM {self._ids}").all()  # noqa: S608
+    def _read_rows(self) -> _Rows:
+        sizes = self._run(f"SELECT id, sz FROM {self._fts}_docsize", ())  # noqa: S608
+        parents = self._run(f"SELECT id, parent_id FROM {self._ids}", ())  # noqa: S608
         top = max([r for r, _ in sizes] + [r for r, _ in parents], default=0)
         lengths = np.zeros(top + 1)
         for row, size in sizes:
@@ -218,16 +218,18 @@ class CachedPostings:
         norm = K1 * (1.0 - B + B * lengths / (average or 1.0))
         return _Rows(norm, live, parent_ids, count)
 
-    def _read_postings(self, conn: Any, term: str) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    def _read_postings(self, term: str) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The rows ``term`` occurs in, and how often in each."""
         # A common word occurs tens of thousands of times ("model": 46,224 at 1,169 QASPER
         # papers). SQLite's GROUP BY sorts every occurrence, and a Python row per occurrence
         # costs more still, so the row ids come back as one string, counted in numpy: 8-9 ms
         # for "model" against 19 ms grouped in SQL (44 ms through SQLAlchemy's rows).
-        (joined,) = conn.exec_driver_sql(
+        ((joined,),) = self._run(
             f"SELECT group_concat(doc) FROM {self._vocab} WHERE term = ?",  # noqa: S608
             (term,),
-        ).one()
+        )
+        # FTS5 lists a term's occurrences row by row, so each row's are one run.
         occurrences = np.fromstring(joined or "", dtype=np.int64, sep=",")
-        rows, counts = np.unique(occurrences, return_counts=True)
-        return rows, counts.astype(np.float64)
+        starts = np.flatnonzero(np.diff(occurrences, prepend=-1))
+        counts = np.diff(starts, append=len(occurrences))
+        return occurrences[starts], counts.astype(np.float64)
