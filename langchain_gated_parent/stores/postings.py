@@ -11,8 +11,9 @@ query adds one array per term and ranks exactly as ``bm25()`` does.
 
 The database stays the one store (the ``fts5vocab`` table is a view, with no data of its own),
 and a process that opens the index reads only the terms its questions use. A term's first read
-in a version is one statement per term, and a question's new words are stemmed in one; warm, a
-query reads nothing and costs about a tenth of a millisecond there. Postings take 16 bytes
+in a version is one statement per term, on the reading thread's own SQLite connection
+(:mod:`~.statements`), and a question's new words are stemmed in one; warm, a query reads
+nothing and costs about a tenth of a millisecond there. Postings take 16 bytes
 each, a row id and a weight (15.5 MB for the 963 terms of QASPER dev's questions at 1,169
 papers; see ``benchmarks/term_search.py``).
 """
