@@ -4,18 +4,18 @@ Across a collection a question's common words match most sections, and FTS5 call
 ``bm25()`` function once per matching row: 6.9 ms a query at 1,169 QASPER papers (13,064
 sections), growing with the collection. The ranking needs little: each query term's postings
 (row id, occurrences), each row's length in tokens, and the row's parent id. Those are read
-from FTS5's own tables (``fts5vocab`` and its ``docsize`` table), kept decoded for the
-index's current version (:class:`~.read_cache.ReadCache`), and scored with FTS5's formula: a
-term's weight in each of its rows is worked out once, when its postings are read, so a warm
-query adds one array per term and ranks exactly as ``bm25()`` does.
+from the postings each write stores (:mod:`~.stored_postings`; FTS5's ``fts5vocab`` view for
+an index written before them) and FTS5's ``docsize`` table, kept decoded for the index's
+current version (:class:`~.read_cache.ReadCache`), and scored with FTS5's formula: a term's
+weight in each of its rows is worked out once, when its postings are read, so a warm query
+adds one array per term and ranks exactly as ``bm25()`` does.
 
-The database stays the one store (the ``fts5vocab`` table is a view, with no data of its own),
-and a process that opens the index reads only the terms its questions use. A term's first read
-in a version is one statement per term, on the reading thread's own SQLite connection
+A process that opens the index reads only the terms its questions use. A term's first read
+in a version is one statement, on the reading thread's own SQLite connection
 (:mod:`~.statements`), and a question's new words are stemmed in one; warm, a query reads
 nothing and costs about a tenth of a millisecond there. Postings take 16 bytes
-each, a row id and a weight (15.5 MB for the 963 terms of QASPER dev's questions at 1,169
-papers; see ``benchmarks/term_search.py``).
+each in memory, a row id and a weight (15.5 MB for the 963 terms of QASPER dev's questions at
+1,169 papers; see ``benchmarks/term_search.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from langchain_gated_parent.stores.journal import Stamp
+    from langchain_gated_parent.stores.stored_postings import StoredPostings
 
 __all__ = ["DEFAULT_POSTINGS_BYTES", "FTS5_TOKENIZER", "CachedPostings"]
 
@@ -67,6 +68,8 @@ class _Rows:
     """Whether the row id is a row with a parent."""
     parent_ids: NDArray[np.object_]
     count: int
+    stored: bool
+    """Whether every row's postings are stored (:mod:`~.stored_postings`), to read them there."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,15 @@ class _Postings:
 
     @classmethod
     def of(cls, found: NDArray[np.int64], counts: NDArray[np.float64], rows: _Rows) -> _Postings:
-        """BM25's term for each row the term occurs in (``counts`` times), as FTS5 weighs it."""
+        """BM25's term for each row the term occurs in (``counts`` times), as FTS5 weighs it.
+
+        Postings of rows deleted before the rows entry was read are dropped (stored postings
+        keep them until a merge).
+        """
+        inside = found < len(rows.live)
+        alive = ~inside
+        alive[inside] = rows.live[found[inside]]
+        found, counts = found[alive], counts[alive]
         known = found < len(rows.live)  # rows added after the rows entry was read
         hits, tf = found[known], counts[known]
         hit_rows = len(found)  # postings read after the rows entry may outnumber it
@@ -150,12 +161,22 @@ class CachedPostings:
     :attr:`ready`.
     """
 
-    def __init__(self, engine: Any, *, fts: str, ids: str, vocab: str, budget: int) -> None:
-        """Read ``fts`` (its ``vocab`` instance table) and ``ids`` (row id to parent id)."""
+    def __init__(  # noqa: PLR0913 (the tables read, and the bound)
+        self,
+        engine: Any,
+        *,
+        fts: str,
+        ids: str,
+        vocab: str,
+        stored: StoredPostings,
+        budget: int,
+    ) -> None:
+        """Read ``stored`` (or ``fts``'s ``vocab`` instance table) and ``ids`` (row to parent)."""
         self._run = statement_runner(engine)
         self._fts = fts
         self._ids = ids
         self._vocab = vocab
+        self._stored = stored
         self._terms: ReadCache[_Postings] = ReadCache(budget, weigh=_Postings.nbytes)
         self._rows: ReadCache[_Rows] = ReadCache(1 if budget else 0)
 
@@ -189,7 +210,7 @@ class CachedPostings:
             if rows is None:
                 rows = self._read_rows()
                 self._rows.put({ROWS_KEY: rows}, version)
-            missing = {t: _Postings.of(*self._read_postings(t), rows) for t in unread}
+            missing = {t: _Postings.of(*self._read_postings(t, rows), rows) for t in unread}
             self._terms.put(missing, version)
             postings |= missing
         scores = np.zeros(len(rows.live))
@@ -203,6 +224,7 @@ class CachedPostings:
         return [(str(rows.parent_ids[r]), float(scores[r])) for r in best]
 
     def _read_rows(self) -> _Rows:
+        stored = self._stored.complete(self._run)
         sizes = self._run(f"SELECT id, sz FROM {self._fts}_docsize", ())  # noqa: S608
         parents = self._run(f"SELECT id, parent_id FROM {self._ids}", ())  # noqa: S608
         top = max([r for r, _ in sizes] + [r for r, _ in parents], default=0)
@@ -217,10 +239,14 @@ class CachedPostings:
         count = len(sizes)
         average = float(lengths.sum() / count) if count else 0.0
         norm = K1 * (1.0 - B + B * lengths / (average or 1.0))
-        return _Rows(norm, live, parent_ids, count)
+        return _Rows(norm, live, parent_ids, count, stored)
 
-    def _read_postings(self, term: str) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    def _read_postings(
+        self, term: str, rows: _Rows
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """The rows ``term`` occurs in, and how often in each."""
+        if rows.stored:
+            return self._stored.read(self._run, term)
         # A common word occurs tens of thousands of times ("model": 46,224 at 1,169 QASPER
         # papers). SQLite's GROUP BY sorts every occurrence, and a Python row per occurrence
         # costs more still, so the row ids come back as one string, counted in numpy: 8-9 ms

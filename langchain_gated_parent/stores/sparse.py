@@ -24,14 +24,18 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
 from langchain_gated_parent.lexical import tokenize
 from langchain_gated_parent.stores.postings import FTS5_TOKENIZER, CachedPostings
+from langchain_gated_parent.stores.stored_postings import StoredPostings
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from langchain_core.documents import Document
     from langchain_core.stores import BaseStore
+    from numpy.typing import NDArray
 
     from langchain_gated_parent.stores.journal import Stamp
 
@@ -103,9 +107,10 @@ class SqliteSparseIndex:
     """FTS5 over parents, in the folder index's SQLite file.
 
     Two tables: ``<name>_ids`` maps parent ids to integer row ids (a primary key, so deletes
-    are lookups), and the FTS5 table holds the text under that row id. A third, an
-    ``fts5vocab`` view of the FTS5 table (no data of its own), lists each term's rows, for the
-    postings kept in memory (up to ``postings_bytes``; 0: every search asks FTS5).
+    are lookups), and the FTS5 table holds the text under that row id. Each write also stores
+    its terms' postings (:mod:`~.stored_postings`), from which a term's postings are read into
+    memory (up to ``postings_bytes``; 0: every search asks FTS5); an ``fts5vocab`` view of the
+    FTS5 table (no data of its own) lists them for an index written before they were stored.
     """
 
     in_process = True
@@ -119,8 +124,14 @@ class SqliteSparseIndex:
         self._ids = f"sparse_ids_{suffix}"
         self._fts = f"sparse_fts_{suffix}"
         vocab = f"sparse_terms_{suffix}"
+        self._stored = StoredPostings(suffix, tokenizer=FTS5_TOKENIZER)
         self._postings = CachedPostings(
-            engine, fts=self._fts, ids=self._ids, vocab=vocab, budget=postings_bytes
+            engine,
+            fts=self._fts,
+            ids=self._ids,
+            vocab=vocab,
+            stored=self._stored,
+            budget=postings_bytes,
         )
         with engine.begin() as conn:
             conn.execute(
@@ -141,24 +152,29 @@ class SqliteSparseIndex:
                     f"USING fts5vocab({self._fts}, 'instance')"
                 )
             )
+            for statement in self._stored.schema():
+                conn.execute(text(statement))
 
     def upsert(self, rows: Sequence[SparseRow]) -> None:
-        """Replace each parent's row (delete, then insert, in one transaction)."""
-        from sqlalchemy import text  # noqa: PLC0415
+        """Replace each parent's row (delete, then insert under a new row id, in one transaction).
 
+        The new rows' postings are stored in the same transaction.
+        """
         if not rows:
             return
         with self._engine.begin() as conn:
             self._delete(conn, [r.parent_id for r in rows])
-            for row in rows:
-                rowid = conn.execute(
-                    text(f"INSERT INTO {self._ids} (parent_id, doc_id) VALUES (:p, :d)"),  # noqa: S608
-                    {"p": row.parent_id, "d": row.doc_id},
-                ).lastrowid
-                conn.execute(
-                    text(f"INSERT INTO {self._fts} (rowid, body) VALUES (:r, :b)"),  # noqa: S608
-                    {"r": rowid, "b": row.text},
-                )
+            rowids = self._stored.next_rows(conn, self._fts, len(rows))
+            conn.exec_driver_sql(
+                f"INSERT INTO {self._ids} (id, parent_id, doc_id) VALUES (?, ?, ?)",  # noqa: S608
+                [(i, r.parent_id, r.doc_id) for i, r in zip(rowids, rows, strict=True)],
+            )
+            written = [(i, r.text) for i, r in zip(rowids, rows, strict=True)]
+            conn.exec_driver_sql(
+                f"INSERT INTO {self._fts} (rowid, body) VALUES (?, ?)",  # noqa: S608
+                written,
+            )
+            self._stored.add(conn, written, lambda: self._live(conn))
 
     def delete(self, parent_ids: Sequence[str]) -> None:
         """Delete the rows of these parents."""
@@ -166,6 +182,16 @@ class SqliteSparseIndex:
             return
         with self._engine.begin() as conn:
             self._delete(conn, parent_ids)
+
+    def _live(self, conn: Any) -> NDArray[np.bool_]:
+        """Whether each row id is a row's, by row id."""
+        ids = np.fromiter(
+            (i for (i,) in conn.exec_driver_sql(f"SELECT id FROM {self._ids}")),  # noqa: S608
+            dtype=np.int64,
+        )
+        alive = np.zeros(int(ids.max()) + 1 if len(ids) else 0, dtype=bool)
+        alive[ids] = True
+        return alive
 
     def _delete(self, conn: Any, parent_ids: Sequence[str]) -> None:
         from sqlalchemy import bindparam, text  # noqa: PLC0415

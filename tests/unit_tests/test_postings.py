@@ -9,12 +9,14 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pytest
 from sqlalchemy import create_engine
 
 from langchain_gated_parent.stores.journal import Stamp
 from langchain_gated_parent.stores.postings import _Stemmer
 from langchain_gated_parent.stores.sparse import SparseRow, SqliteSparseIndex
+from langchain_gated_parent.stores.stored_postings import MAX_ROW_ID
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -138,3 +140,107 @@ def test_a_question_s_new_words_stemmed_together_as_one_at_a_time() -> None:
     together(words[1:4])  # some words known before the batch, some new in it
     assert together(words) == alone
     assert alone[:3] == [["model"], ["run"], ["model"]]
+
+
+def _stored(index: SqliteSparseIndex, engine: Engine) -> dict[str, dict[int, int]]:
+    """The stored postings of the rows that exist: term -> {row id: occurrences}."""
+    stored = index._stored
+    with engine.connect() as conn:
+        live = {i for (i,) in conn.exec_driver_sql(f"SELECT id FROM {index._ids}")}  # noqa: S608
+        table = conn.exec_driver_sql(f"SELECT term, rows, counts FROM {stored.postings}").all()  # noqa: S608
+    found: dict[str, dict[int, int]] = {}
+    for term, rows, counts in table:
+        pairs = zip(
+            np.frombuffer(rows, "<u4").tolist(), np.frombuffer(counts, "<u4").tolist(), strict=True
+        )
+        for row, count in pairs:
+            if row in live:
+                assert row not in found.get(term, {})  # a row's postings are stored once
+                found.setdefault(term, {})[row] = count
+    return found
+
+
+def _fts5_postings(index: SqliteSparseIndex, engine: Engine) -> dict[str, dict[int, int]]:
+    """The same, as FTS5's own index lists them (its ``fts5vocab`` instance view)."""
+    vocab = index._postings._vocab
+    found: dict[str, dict[int, int]] = {}
+    with engine.connect() as conn:
+        for term, row, count in conn.exec_driver_sql(
+            f"SELECT term, doc, count(*) FROM {vocab} GROUP BY term, doc"  # noqa: S608
+        ):
+            found.setdefault(term, {})[row] = count
+    return found
+
+
+def test_stored_postings_are_fts5_s_through_writes_deletes_and_merges(engine: Engine) -> None:
+    cached, fts5 = _pair(engine)
+    rows = _rows(240, seed=11)
+    for start in range(0, 200, 10):  # twenty writes: the batches merge as they come
+        fts5.upsert(rows[start : start + 10])
+    fts5.delete([r.parent_id for r in rows[::7]])
+    fts5.upsert([SparseRow(r.parent_id, r.doc_id, r.text + " bleu") for r in rows[:30]])  # updates
+    for start in range(200, 240, 1):  # single-row writes
+        fts5.upsert(rows[start : start + 1])
+    assert _stored(fts5, engine) == _fts5_postings(fts5, engine)
+    with engine.connect() as conn:
+        batches = conn.exec_driver_sql(f"SELECT count(*) FROM {fts5._stored.batches}").scalar()  # noqa: S608
+    assert batches is not None
+    assert batches <= 8  # 61 writes, merged to about log2 of them
+    cached.observe(Stamp(seq=2))
+    assert cached._postings._read_rows().stored
+    for query in ["language model accuracy bleu", "annotators corpora 2019 f1"]:
+        expected = fts5.search(query, 50)
+        got = cached.search(query, 50)
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+
+
+def test_a_row_id_is_never_given_twice(engine: Engine) -> None:
+    """A deleted row's postings stay until a merge, so its id must not name a new row."""
+    _, fts5 = _pair(engine)
+    fts5.upsert(_rows(5))
+    with engine.connect() as conn:
+        (top,) = conn.exec_driver_sql(f"SELECT max(id) FROM {fts5._ids}").one()  # noqa: S608
+    fts5.delete(["P-d4:s4"])  # the newest row
+    fts5.upsert([SparseRow("P-new:s0", "new", "zyzzogeton")])
+    with engine.connect() as conn:
+        (new,) = conn.exec_driver_sql(
+            f"SELECT id FROM {fts5._ids} WHERE parent_id = 'P-new:s0'"  # noqa: S608
+        ).one()
+    assert new > top
+    assert [p for p, _ in fts5.search("zyzzogeton", 5)] == ["P-new:s0"]
+
+
+def test_an_index_written_before_stored_postings_gets_them_at_its_next_write(
+    engine: Engine,
+) -> None:
+    cached, fts5 = _pair(engine)
+    fts5.upsert(_rows(60))
+    with engine.begin() as conn:  # as an index written before postings were stored
+        for table in (fts5._stored.postings, fts5._stored.batches, fts5._stored.state):
+            conn.exec_driver_sql(f"DELETE FROM {table}")  # noqa: S608
+    assert not cached._postings._read_rows().stored  # read from FTS5's vocab meanwhile
+    query = "language model accuracy"
+    assert [s for _, s in cached.search(query, 20)] == pytest.approx(
+        [s for _, s in fts5.search(query, 20)], rel=1e-9
+    )
+    fts5.upsert([SparseRow("P-new:s0", "new", "language model")])
+    assert _stored(fts5, engine) == _fts5_postings(fts5, engine)
+    cached.observe(Stamp(seq=2))
+    assert [s for _, s in cached.search(query, 20)] == pytest.approx(
+        [s for _, s in fts5.search(query, 20)], rel=1e-9
+    )
+
+
+def test_row_ids_beyond_what_postings_hold_are_refused_and_nothing_is_lost(
+    engine: Engine,
+) -> None:
+    _, fts5 = _pair(engine)
+    fts5.upsert(_rows(5))
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"UPDATE {fts5._stored.state} SET value = ? WHERE key = 'next_row'",  # noqa: S608
+            (MAX_ROW_ID,),
+        )
+    with pytest.raises(ValueError, match="rebuild the index into a new directory"):
+        fts5.upsert([SparseRow("P-d0:s0", "d0", "bleu"), SparseRow("P-x:s1", "x", "bleu")])
+    assert fts5.rows() == sorted((r.parent_id, r.doc_id, r.text) for r in _rows(5))
