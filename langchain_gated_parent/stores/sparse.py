@@ -164,7 +164,7 @@ class SqliteSparseIndex:
             return
         with self._engine.begin() as conn:
             self._delete(conn, [r.parent_id for r in rows])
-            rowids = self._stored.next_rows(conn, self._fts, len(rows))
+            rowids = self._stored.next_rows(conn, self._fts, len(rows), lambda: self._live(conn))
             conn.exec_driver_sql(
                 f"INSERT INTO {self._ids} (id, parent_id, doc_id) VALUES (?, ?, ?)",  # noqa: S608
                 [(i, r.parent_id, r.doc_id) for i, r in zip(rowids, rows, strict=True)],

@@ -9,15 +9,17 @@ and how often the term occurs in each, packed as two arrays in one table row per
 Written in the same transaction as the FTS5 rows, so a crash leaves both or neither. Rows are
 never rewritten: a deleted row's postings stay until a merge drops them, and a reader drops
 them by the row table (:mod:`~.postings`). Row ids are never reused (the write counts them
-here), so a stale posting cannot name a new row. Batches are merged as they come, the newest
-into the one before while it is at least half its size, so a term has a few batches however
-many writes there were. An index written before stored postings gets them at its next write,
-built from the FTS5 rows it holds; until then its terms are read from FTS5.
+here), so a stale posting cannot name a new row. Batches are merged as they come, four of one
+size class into one, so a term has a few batches however many writes there were. An index
+written before stored postings gets them at its next write, built from the FTS5 rows it
+holds; until then its terms are read from FTS5.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,6 +36,8 @@ COUNT_DTYPE = "<u4"
 """A posting takes 8 bytes: a row id and the term's occurrences in the row."""
 MAX_ROW_ID = 2**32 - 1
 """The last row id a posting can hold."""
+FANOUT = 4
+"""Batches of one size class merged into one (see :meth:`StoredPostings._merge`)."""
 BUILD_ROWS = 1024
 """Rows tokenized at once when an index written before stored postings gets them."""
 COMPLETE = "complete"
@@ -64,15 +68,16 @@ class StoredPostings:
         ]
 
     # ------------------------------------------------------------------ writing (one transaction)
-    def next_rows(self, conn: Any, fts: str, count: int) -> list[int]:
+    def next_rows(self, conn: Any, fts: str, count: int, live: Callable[[], Any]) -> list[int]:
         """Ids for ``count`` new rows, never given before; the postings are made whole first.
 
         ``fts`` is the FTS5 table: an index written before stored postings has its rows
-        tokenized here, once, so that from now on every row has its postings stored.
+        tokenized here, once, so that from now on every row has its postings stored. ``live``
+        gives the ids of the rows that exist (see :meth:`add`).
         """
         state = dict(conn.exec_driver_sql(f"SELECT key, value FROM {self.state}").all())  # noqa: S608
         if COMPLETE not in state:
-            state[NEXT_ROW] = self._build(conn, fts)
+            state[NEXT_ROW] = self._build(conn, fts, live)
         first = int(state[NEXT_ROW])
         if first + count - 1 > MAX_ROW_ID:
             msg = (
@@ -92,13 +97,13 @@ class StoredPostings:
         ``live`` gives the ids of the rows that exist (a merge drops the others' postings).
         """
         postings = _postings_of(rows, self._tokenizer)
-        if not postings:
+        if not postings.terms:
             return
         (last,) = conn.exec_driver_sql(f"SELECT coalesce(max(batch), 0) FROM {self.batches}").one()  # noqa: S608
         self._write(conn, int(last) + 1, postings)
         self._merge(conn, live)
 
-    def _build(self, conn: Any, fts: str) -> int:
+    def _build(self, conn: Any, fts: str, live: Callable[[], Any]) -> int:
         """Postings for every row the FTS5 table holds; returns the id the next row gets."""
         (top,) = conn.exec_driver_sql(f"SELECT coalesce(max(rowid), 0) FROM {fts}").one()  # noqa: S608
         conn.exec_driver_sql(f"DELETE FROM {self.postings}")  # noqa: S608
@@ -112,65 +117,51 @@ class StoredPostings:
             if not rows:
                 return int(top) + 1
             batch += 1
-            self._write(
-                conn, batch, _postings_of([(int(r), str(b)) for r, b in rows], self._tokenizer)
-            )
+            texts = [(int(row), str(body)) for row, body in rows]
+            self._write(conn, batch, _postings_of(texts, self._tokenizer))
+            self._merge(conn, live)
             after = int(rows[-1][0])
 
-    def _write(self, conn: Any, batch: int, postings: dict[str, tuple[Any, Any]]) -> None:
+    def _write(self, conn: Any, batch: int, postings: _Packed) -> None:
         conn.exec_driver_sql(
             f"INSERT INTO {self.postings} (term, batch, rows, counts) VALUES (?, ?, ?, ?)",  # noqa: S608
-            [
-                (
-                    term,
-                    batch,
-                    rows.astype(ROW_DTYPE).tobytes(),
-                    counts.astype(COUNT_DTYPE).tobytes(),
-                )
-                for term, (rows, counts) in postings.items()
-            ],
+            [(term, batch, rows, counts) for term, rows, counts in postings.blobs()],
         )
-        size = sum(len(rows) for rows, _ in postings.values())
         conn.exec_driver_sql(
             f"INSERT INTO {self.batches} (batch, postings) VALUES (?, ?)",  # noqa: S608
-            (batch, size),
+            (batch, len(postings.rows)),
         )
 
     def _merge(self, conn: Any, live: Callable[[], Any]) -> None:
-        """Merge the newest batch into the one before while it is at least half that one's size.
+        """Merge the newest :data:`FANOUT` batches into one while they are of one size class.
 
-        Sizes then halve from the oldest batch to the newest, so a term has at most about
-        log2(writes) batches, and each posting is rewritten about as often.
+        A size class is a power of :data:`FANOUT`, so a term has at most ``FANOUT - 1`` batches
+        per class (a few in all), and each posting is rewritten once per class it climbs.
         """
         batches = conn.exec_driver_sql(
             f"SELECT batch, postings FROM {self.batches} ORDER BY batch"  # noqa: S608
         ).all()
         alive: NDArray[np.bool_] | None = None
-        while len(batches) > 1 and 2 * batches[-1][1] >= batches[-2][1]:
-            (older, _), (newer, _) = batches[-2], batches[-1]
+        while len(batches) >= FANOUT and _size_class(batches[-FANOUT][1]) <= _size_class(
+            batches[-1][1]
+        ):
+            merging = [batch for batch, _ in batches[-FANOUT:]]
             if alive is None:
                 alive = live()
-            merged: dict[str, list[tuple[bytes, bytes]]] = {}
-            for term, rows, counts in conn.exec_driver_sql(
-                f"SELECT term, rows, counts FROM {self.postings} WHERE batch IN (?, ?) "  # noqa: S608
+            marks = ", ".join("?" * FANOUT)
+            found = conn.exec_driver_sql(
+                f"SELECT term, rows, counts FROM {self.postings} WHERE batch IN ({marks}) "  # noqa: S608
                 "ORDER BY term, batch",
-                (older, newer),
-            ):
-                merged.setdefault(term, []).append((rows, counts))
+                tuple(merging),
+            ).all()
             for table in (self.postings, self.batches):
                 conn.exec_driver_sql(
-                    f"DELETE FROM {table} WHERE batch IN (?, ?)",  # noqa: S608
-                    (older, newer),
+                    f"DELETE FROM {table} WHERE batch IN ({marks})",  # noqa: S608
+                    tuple(merging),
                 )
-            kept = {}
-            for term, parts in merged.items():
-                rows = np.frombuffer(b"".join(r for r, _ in parts), ROW_DTYPE)
-                counts = np.frombuffer(b"".join(c for _, c in parts), COUNT_DTYPE)
-                keep = _alive(rows, alive)
-                if keep.any():
-                    kept[term] = (rows[keep], counts[keep])
-            self._write(conn, older, kept)
-            batches[-2:] = [(older, sum(len(r) for r, _ in kept.values()))]
+            merged = _Packed.of_blobs(found).only(alive)
+            self._write(conn, merging[0], merged)
+            batches[-FANOUT:] = [(merging[0], len(merged.rows))]
 
     # ------------------------------------------------------------------ reading
     def complete(self, run: Callable[[str, tuple[Any, ...]], Sequence[Any]]) -> bool:
@@ -187,37 +178,100 @@ class StoredPostings:
         return rows, counts
 
 
-def _alive(rows: NDArray[Any], alive: NDArray[np.bool_]) -> NDArray[np.bool_]:
-    """Which of ``rows`` are ids of rows that exist (``alive``: by row id)."""
-    inside = rows < len(alive)
-    keep = np.zeros(len(rows), dtype=bool)
-    keep[inside] = alive[rows[inside]]
-    return keep
+def _size_class(postings: int) -> int:
+    """The power of :data:`FANOUT` below a batch's size."""
+    return int(math.log(max(postings, 1), FANOUT))
 
 
-def _postings_of(
-    rows: Sequence[tuple[int, str]], tokenizer: str
-) -> dict[str, tuple[NDArray[np.int64], NDArray[np.int64]]]:
+@dataclass(frozen=True)
+class _Packed:
+    """Postings of many terms as three arrays: term after term, each term's rows in order."""
+
+    terms: list[str]
+    rows: NDArray[np.uint32]
+    counts: NDArray[np.uint32]
+    sizes: NDArray[np.int64]
+    """How many rows each term has."""
+
+    @classmethod
+    def of_blobs(cls, found: Sequence[tuple[str, bytes, bytes]]) -> _Packed:
+        """Stored rows ``(term, rows, counts)``, ordered by term: one entry per term."""
+        terms: list[str] = []
+        sizes: list[int] = []
+        for term, rows, _ in found:
+            if terms and terms[-1] == term:
+                sizes[-1] += len(rows) // 4
+            else:
+                terms.append(term)
+                sizes.append(len(rows) // 4)
+        return cls(
+            terms,
+            np.frombuffer(b"".join(rows for _, rows, _ in found), ROW_DTYPE),
+            np.frombuffer(b"".join(counts for _, _, counts in found), COUNT_DTYPE),
+            np.asarray(sizes, dtype=np.int64),
+        )
+
+    def only(self, alive: NDArray[np.bool_]) -> _Packed:
+        """The postings of the rows ``alive`` marks (by row id); terms left with none dropped."""
+        inside = self.rows < len(alive)
+        keep = np.zeros(len(self.rows), dtype=bool)
+        keep[inside] = alive[self.rows[inside]]
+        term_of = np.repeat(np.arange(len(self.terms)), self.sizes)
+        sizes = np.bincount(term_of[keep], minlength=len(self.terms))
+        return _Packed(
+            [t for t, n in zip(self.terms, sizes.tolist(), strict=True) if n],
+            self.rows[keep],
+            self.counts[keep],
+            sizes[sizes > 0],
+        )
+
+    def blobs(self) -> list[tuple[str, bytes, bytes]]:
+        """Each term with its rows and counts as stored."""
+        rows = self.rows.astype(ROW_DTYPE).tobytes()
+        counts = self.counts.astype(COUNT_DTYPE).tobytes()
+        ends = (4 * np.cumsum(self.sizes)).tolist()
+        starts = [0, *ends[:-1]]
+        return [
+            (term, rows[a:b], counts[a:b])
+            for term, a, b in zip(self.terms, starts, ends, strict=True)
+        ]
+
+
+def _postings_of(rows: Sequence[tuple[int, str]], tokenizer: str) -> _Packed:
     """Each term of the texts, with the row ids it occurs in and how often, as FTS5 counts.
 
     Tokenized by FTS5 itself (an in-memory table with the same tokenizer), so the terms and
-    counts are the ones its own index holds.
+    counts are the ones its own index holds. Its vocabulary lists a term's occurrences in row
+    order, one per word, so each row's occurrences of a term are one run.
     """
-    if not rows:
-        return {}
+    terms: list[str] = []
+    sizes: list[int] = []
+    parts: list[str] = []
     db = sqlite3.connect(":memory:")
     try:
         db.execute(f"CREATE VIRTUAL TABLE s USING fts5(body, content='', tokenize = '{tokenizer}')")
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'instance')")
         db.executemany("INSERT INTO s (rowid, body) VALUES (?, ?)", rows)
-        grouped: dict[str, tuple[list[int], list[int]]] = {}
-        for term, row, count in db.execute("SELECT term, doc, count(*) FROM v GROUP BY term, doc"):
-            ids, counts = grouped.setdefault(term, ([], []))
-            ids.append(row)
-            counts.append(count)
+        for term, size, docs in db.execute(
+            "SELECT term, count(*), group_concat(doc) FROM v GROUP BY term"
+        ):
+            terms.append(term)
+            sizes.append(size)
+            parts.append(docs)
     finally:
         db.close()
-    return {
-        term: (np.asarray(ids, dtype=np.int64), np.asarray(counts, dtype=np.int64))
-        for term, (ids, counts) in grouped.items()
-    }
+    if not terms:
+        empty = np.empty(0, dtype=np.uint32)
+        return _Packed([], empty, empty, np.empty(0, dtype=np.int64))
+    occurrences = np.fromstring(",".join(parts), dtype=np.int64, sep=",")
+    term_starts = np.cumsum([0, *sizes[:-1]])
+    first = np.ones(len(occurrences), dtype=bool)  # the first occurrence of a (term, row)
+    first[1:] = occurrences[1:] != occurrences[:-1]
+    first[term_starts] = True
+    starts = np.flatnonzero(first)
+    return _Packed(
+        terms,
+        occurrences[starts].astype(np.uint32),
+        np.diff(starts, append=len(occurrences)).astype(np.uint32),
+        np.add.reduceat(first.astype(np.int64), term_starts),
+    )
