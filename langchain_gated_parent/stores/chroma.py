@@ -33,6 +33,10 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 READ_ATTEMPTS = 7
 """Attempts of a Chroma read that races a delete (see :func:`read_racing`): about 1.3 s in all."""
+LIST_PAGE = 10_000
+"""Vectors listed per read when every child is listed (``verify``): a local Chroma reads a
+page's metadata in one SQL statement, which SQLite refuses past 32,766 values (at 1,169 QASPER
+papers, all 61,319 children in one read failed with "too many SQL variables")."""
 
 
 class ConcurrentWriteError(RuntimeError):
@@ -340,12 +344,18 @@ class ChromaVectors:
         return set(self.parents.get(include=[])["ids"])
 
     def child_parents(self) -> dict[str, Any]:
-        """Every stored child vector's id, to the parent id it names."""
-        found = self.children.get(include=["metadatas"])
-        return {
-            cid: (meta or {}).get(keys.PARENT_ID)
-            for cid, meta in zip(found["ids"], found["metadatas"] or [], strict=True)
-        }
+        """Every stored child vector's id, to the parent id it names (read a page at a time)."""
+        found: dict[str, Any] = {}
+        offset = 0
+        while True:
+            page = self.children.get(include=["metadatas"], limit=LIST_PAGE, offset=offset)
+            found.update(
+                (cid, (meta or {}).get(keys.PARENT_ID))
+                for cid, meta in zip(page["ids"], page["metadatas"] or [], strict=True)
+            )
+            if len(page["ids"]) < LIST_PAGE:
+                return found
+            offset += LIST_PAGE
 
     def counts(self) -> tuple[int, int]:
         """How many parent and child vectors are stored."""

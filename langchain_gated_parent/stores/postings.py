@@ -181,6 +181,11 @@ class CachedPostings:
         self._rows: ReadCache[_Rows] = ReadCache(1 if budget else 0)
 
     @property
+    def vocab(self) -> str:
+        """The FTS5 table's ``fts5vocab`` instance view."""
+        return self._vocab
+
+    @property
     def ready(self) -> bool:
         """Whether postings can be kept: some capacity, and a quiet version of the index seen.
 

@@ -92,6 +92,10 @@ class SparseIndex(Protocol):
         """Every parent with a row (for :meth:`~..index.GatedParentIndex.verify`)."""
         ...
 
+    def out_of_step_terms(self) -> list[str]:
+        """Terms whose stored postings differ from the term index's own (for ``verify``)."""
+        ...
+
 
 def query_terms(query: str) -> list[str]:
     """The distinct terms of a question (the package's tokenizer: stop words dropped)."""
@@ -276,6 +280,11 @@ class SqliteSparseIndex:
         with self._engine.connect() as conn:
             return {str(p) for (p,) in conn.execute(text(f"SELECT parent_id FROM {self._ids}"))}  # noqa: S608
 
+    def out_of_step_terms(self) -> list[str]:
+        """Terms whose stored postings (of rows that exist) differ from FTS5's own index."""
+        with self._engine.connect() as conn:
+            return self._stored.out_of_step(conn, self._postings.vocab, self._live(conn))
+
 
 class PostgresSparseIndex:
     """PostgreSQL full-text search over parents: a ``tsvector`` column with a GIN index."""
@@ -374,6 +383,10 @@ class PostgresSparseIndex:
 
     def observe(self, stamp: Stamp) -> None:
         """Nothing is kept between searches: PostgreSQL ranks each one."""
+
+    def out_of_step_terms(self) -> list[str]:
+        """None: PostgreSQL stores no postings of its own beside its index."""
+        return []
 
     def rows(self) -> list[tuple[str, str, str]]:
         """Every row with its ``tsvector`` as text, by parent id."""

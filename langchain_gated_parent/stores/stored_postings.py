@@ -164,6 +164,34 @@ class StoredPostings:
             batches[-FANOUT:] = [(merging[0], len(merged.rows))]
 
     # ------------------------------------------------------------------ reading
+    def out_of_step(self, conn: Any, vocab: str, alive: NDArray[np.bool_]) -> list[str]:
+        """Terms whose stored postings of the rows that exist differ from FTS5's own index.
+
+        ``vocab`` is the FTS5 table's ``fts5vocab`` instance view, ``alive`` marks the rows
+        that exist. Empty until the postings are complete (nothing is read from them before).
+        """
+        if not conn.exec_driver_sql(
+            f"SELECT 1 FROM {self.state} WHERE key = ?",  # noqa: S608
+            (COMPLETE,),
+        ).all():
+            return []
+        stored = _Packed.of_blobs(
+            conn.exec_driver_sql(
+                f"SELECT term, rows, counts FROM {self.postings} ORDER BY term, batch"  # noqa: S608
+            ).all()
+        ).only(alive)
+        listed = _Packed.of_vocabulary(
+            conn.exec_driver_sql(
+                f"SELECT term, count(*), group_concat(doc) FROM {vocab} GROUP BY term"  # noqa: S608
+            ).all()
+        )
+        kept, indexed = stored.by_term(), listed.by_term()
+        return sorted(
+            term
+            for term in kept.keys() | indexed.keys()
+            if term not in kept or term not in indexed or kept[term] != indexed[term]
+        )
+
     def complete(self, run: Callable[[str, tuple[Any, ...]], Sequence[Any]]) -> bool:
         """Whether every row's postings are stored (false for an index not written since)."""
         return bool(run(f"SELECT 1 FROM {self.state} WHERE key = ?", (COMPLETE,)))  # noqa: S608
@@ -225,6 +253,42 @@ class _Packed:
             sizes[sizes > 0],
         )
 
+    @classmethod
+    def of_vocabulary(cls, grouped: Sequence[tuple[str, int, str]]) -> _Packed:
+        """``(term, occurrences, row ids)`` from an ``fts5vocab`` instance view, grouped by term.
+
+        The view lists a term's occurrences in row order, one per word, so each row's
+        occurrences of a term are one run, counted in numpy.
+        """
+        if not grouped:
+            empty = np.empty(0, dtype=np.uint32)
+            return cls([], empty, empty, np.empty(0, dtype=np.int64))
+        terms = [term for term, _, _ in grouped]
+        sizes = [size for _, size, _ in grouped]
+        occurrences = np.fromstring(
+            ",".join(docs for _, _, docs in grouped), dtype=np.int64, sep=","
+        )
+        term_starts = np.cumsum([0, *sizes[:-1]])
+        first = np.ones(len(occurrences), dtype=bool)  # the first occurrence of a (term, row)
+        first[1:] = occurrences[1:] != occurrences[:-1]
+        first[term_starts] = True
+        starts = np.flatnonzero(first)
+        return cls(
+            terms,
+            occurrences[starts].astype(np.uint32),
+            np.diff(starts, append=len(occurrences)).astype(np.uint32),
+            np.add.reduceat(first.astype(np.int64), term_starts),
+        )
+
+    def by_term(self) -> dict[str, dict[int, int]]:
+        """Each term's ``{row id: occurrences}`` (to compare two sets of postings)."""
+        ends = np.cumsum(self.sizes).tolist()
+        rows, counts = self.rows.tolist(), self.counts.tolist()
+        return {
+            term: dict(zip(rows[a:b], counts[a:b], strict=True))
+            for term, a, b in zip(self.terms, [0, *ends[:-1]], ends, strict=True)
+        }
+
     def blobs(self) -> list[tuple[str, bytes, bytes]]:
         """Each term with its rows and counts as stored."""
         rows = self.rows.astype(ROW_DTYPE).tobytes()
@@ -241,37 +305,14 @@ def _postings_of(rows: Sequence[tuple[int, str]], tokenizer: str) -> _Packed:
     """Each term of the texts, with the row ids it occurs in and how often, as FTS5 counts.
 
     Tokenized by FTS5 itself (an in-memory table with the same tokenizer), so the terms and
-    counts are the ones its own index holds. Its vocabulary lists a term's occurrences in row
-    order, one per word, so each row's occurrences of a term are one run.
+    counts are the ones its own index holds.
     """
-    terms: list[str] = []
-    sizes: list[int] = []
-    parts: list[str] = []
     db = sqlite3.connect(":memory:")
     try:
         db.execute(f"CREATE VIRTUAL TABLE s USING fts5(body, content='', tokenize = '{tokenizer}')")
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(s, 'instance')")
         db.executemany("INSERT INTO s (rowid, body) VALUES (?, ?)", rows)
-        for term, size, docs in db.execute(
-            "SELECT term, count(*), group_concat(doc) FROM v GROUP BY term"
-        ):
-            terms.append(term)
-            sizes.append(size)
-            parts.append(docs)
+        grouped = db.execute("SELECT term, count(*), group_concat(doc) FROM v GROUP BY term")
+        return _Packed.of_vocabulary(grouped.fetchall())
     finally:
         db.close()
-    if not terms:
-        empty = np.empty(0, dtype=np.uint32)
-        return _Packed([], empty, empty, np.empty(0, dtype=np.int64))
-    occurrences = np.fromstring(",".join(parts), dtype=np.int64, sep=",")
-    term_starts = np.cumsum([0, *sizes[:-1]])
-    first = np.ones(len(occurrences), dtype=bool)  # the first occurrence of a (term, row)
-    first[1:] = occurrences[1:] != occurrences[:-1]
-    first[term_starts] = True
-    starts = np.flatnonzero(first)
-    return _Packed(
-        terms,
-        occurrences[starts].astype(np.uint32),
-        np.diff(starts, append=len(occurrences)).astype(np.uint32),
-        np.add.reduceat(first.astype(np.int64), term_starts),
-    )

@@ -209,3 +209,29 @@ def test_a_reader_answers_from_another_writers_update_not_from_its_cache(
     assert [(d.id, d.page_content, d.metadata) for d in after.values()] == [
         (d.id, d.page_content, d.metadata) for d in expected
     ]
+
+
+def test_verify_lists_every_child_a_page_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A collection larger than one page (a page of 2 here) is listed whole, pages joined."""
+    from langchain_gated_parent.stores import chroma
+
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(1)[:2])
+    everything = index.vectors.child_parents()
+    monkeypatch.setattr(chroma, "LIST_PAGE", 2)
+    children = index.vectors.children
+    limits: list[int | None] = []
+    read = children.get
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        limits.append(kwargs.get("limit"))
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(children, "get", spied)
+    assert index.vectors.child_parents() == everything
+    assert len(limits) > 1
+    assert set(limits) == {2}  # never the whole collection in one read
+    assert len(everything) == index.stats()["children"] > 2
+    assert index.verify().ok

@@ -189,3 +189,20 @@ def test_verify_names_a_term_index_row_out_of_step_with_the_parents(spec: StoreS
         f"parent without a term-index row: {lost}",
         "term-index row without a parent: P-gone:s9",
     ]
+
+
+def test_verify_names_stored_postings_out_of_step_with_the_term_index(tmp_path: Path) -> None:
+    """A folder index's term postings, stored beside FTS5, are checked against FTS5's own."""
+    from langchain_gated_parent.index import GatedParentIndex
+    from langchain_gated_parent.stores.sparse import SqliteSparseIndex
+
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents([_document("a"), _document("b", rare_in="None")])
+    assert index.verify().ok
+    sparse = index.sparse
+    assert isinstance(sparse, SqliteSparseIndex)
+    table = sparse._stored.postings
+    with sparse._engine.begin() as conn:
+        (term,) = conn.exec_driver_sql(f"SELECT term FROM {table} WHERE term = ?", (RARE,)).one()  # noqa: S608
+        conn.exec_driver_sql(f"DELETE FROM {table} WHERE term = ?", (term,))  # noqa: S608
+    assert index.verify().problems == [f"stored postings out of step with the term index: {RARE}"]

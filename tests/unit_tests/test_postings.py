@@ -244,3 +244,15 @@ def test_row_ids_beyond_what_postings_hold_are_refused_and_nothing_is_lost(
     with pytest.raises(ValueError, match="rebuild the index into a new directory"):
         fts5.upsert([SparseRow("P-d0:s0", "d0", "bleu"), SparseRow("P-x:s1", "x", "bleu")])
     assert fts5.rows() == sorted((r.parent_id, r.doc_id, r.text) for r in _rows(5))
+
+
+def test_stored_postings_out_of_step_with_fts5_are_named(engine: Engine) -> None:
+    _, fts5 = _pair(engine)
+    fts5.upsert(_rows(80))
+    fts5.delete([r.parent_id for r in _rows(80)[::5]])  # dead postings are not a difference
+    assert fts5.out_of_step_terms() == []
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"DELETE FROM {fts5._stored.postings} WHERE term IN ('bleu', 'corpora')"  # noqa: S608
+        )
+    assert fts5.out_of_step_terms() == ["bleu", "corpora"]
