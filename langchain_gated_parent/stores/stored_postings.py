@@ -286,7 +286,7 @@ class _Packed:
         rows, counts = self.rows.tolist(), self.counts.tolist()
         return {
             term: dict(zip(rows[a:b], counts[a:b], strict=True))
-            for term, a, b in zip(self.terms, [0, *ends[:-1]], ends, strict=True)
+            for term, a, b in zip(self.terms, [0, *ends][:-1], ends, strict=True)
         }
 
     def blobs(self) -> list[tuple[str, bytes, bytes]]:
@@ -294,7 +294,7 @@ class _Packed:
         rows = self.rows.astype(ROW_DTYPE).tobytes()
         counts = self.counts.astype(COUNT_DTYPE).tobytes()
         ends = (4 * np.cumsum(self.sizes)).tolist()
-        starts = [0, *ends[:-1]]
+        starts = [0, *ends][:-1]
         return [
             (term, rows[a:b], counts[a:b])
             for term, a, b in zip(self.terms, starts, ends, strict=True)

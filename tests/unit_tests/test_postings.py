@@ -256,3 +256,18 @@ def test_stored_postings_out_of_step_with_fts5_are_named(engine: Engine) -> None
             f"DELETE FROM {fts5._stored.postings} WHERE term IN ('bleu', 'corpora')"  # noqa: S608
         )
     assert fts5.out_of_step_terms() == ["bleu", "corpora"]
+
+
+def test_rows_all_deleted_leave_postings_that_merge_and_check_empty(engine: Engine) -> None:
+    """Every row deleted: merges write empty batches, and nothing is out of step."""
+    _, fts5 = _pair(engine)
+    rows = _rows(12)
+    fts5.upsert(rows[:3])
+    fts5.delete([r.parent_id for r in rows[:3]])
+    assert fts5.out_of_step_terms() == []
+    for row in rows[3:]:  # single-row writes: batches of one size class merge
+        fts5.upsert([row])
+        fts5.delete([row.parent_id])
+    assert fts5.count() == 0
+    assert fts5.out_of_step_terms() == []
+    assert fts5.search("model language", 5) == []
