@@ -1000,14 +1000,11 @@ class GatedParentIndex:
                 "unfinished write",
                 {d for d, m in manifests.items() if m.get("status") != "complete"},
             ),
+            (
+                "stored postings out of step with the term index",
+                set() if self.sparse is None else set(self.sparse.out_of_step_terms()),
+            ),
         ]
-        if self.sparse is not None:
-            checks.append(
-                (
-                    "stored postings out of step with the term index",
-                    set(self.sparse.out_of_step_terms()),
-                )
-            )
         for label, ids in checks:
             problems.extend(f"{label}: {i}" for i in sorted(ids))
         return VerifyReport(len(manifests), len(stored_parents), len(child_parent), problems)

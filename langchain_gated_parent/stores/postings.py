@@ -31,6 +31,7 @@ import numpy as np
 
 from langchain_gated_parent.stores.read_cache import ReadCache
 from langchain_gated_parent.stores.statements import statement_runner
+from langchain_gated_parent.stores.stored_postings import vocabulary_postings
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -181,11 +182,6 @@ class CachedPostings:
         self._rows: ReadCache[_Rows] = ReadCache(1 if budget else 0)
 
     @property
-    def vocab(self) -> str:
-        """The FTS5 table's ``fts5vocab`` instance view."""
-        return self._vocab
-
-    @property
     def ready(self) -> bool:
         """Whether postings can be kept: some capacity, and a quiet version of the index seen.
 
@@ -252,16 +248,4 @@ class CachedPostings:
         """The rows ``term`` occurs in, and how often in each."""
         if rows.stored:
             return self._stored.read(self._run, term)
-        # A common word occurs tens of thousands of times ("model": 46,224 at 1,169 QASPER
-        # papers). SQLite's GROUP BY sorts every occurrence, and a Python row per occurrence
-        # costs more still, so the row ids come back as one string, counted in numpy: 8-9 ms
-        # for "model" against 19 ms grouped in SQL (44 ms through SQLAlchemy's rows).
-        ((joined,),) = self._run(
-            f"SELECT group_concat(doc) FROM {self._vocab} WHERE term = ?",  # noqa: S608
-            (term,),
-        )
-        # FTS5 lists a term's occurrences row by row, so each row's are one run.
-        occurrences = np.fromstring(joined or "", dtype=np.int64, sep=",")
-        starts = np.flatnonzero(np.diff(occurrences, prepend=-1))
-        counts = np.diff(starts, append=len(occurrences))
-        return occurrences[starts], counts.astype(np.float64)
+        return vocabulary_postings(self._run, self._vocab, term)

@@ -127,7 +127,7 @@ class SqliteSparseIndex:
         suffix = _table_suffix(namespace)
         self._ids = f"sparse_ids_{suffix}"
         self._fts = f"sparse_fts_{suffix}"
-        vocab = f"sparse_terms_{suffix}"
+        self._vocab = vocab = f"sparse_terms_{suffix}"
         self._stored = StoredPostings(suffix, tokenizer=FTS5_TOKENIZER)
         self._postings = CachedPostings(
             engine,
@@ -283,7 +283,7 @@ class SqliteSparseIndex:
     def out_of_step_terms(self) -> list[str]:
         """Terms whose stored postings (of rows that exist) differ from FTS5's own index."""
         with self._engine.connect() as conn:
-            return self._stored.out_of_step(conn, self._postings.vocab, self._live(conn))
+            return self._stored.out_of_step(conn, self._vocab, self._live(conn))
 
 
 class PostgresSparseIndex:
