@@ -40,6 +40,7 @@ from langchain_gated_parent import keys
 from langchain_gated_parent.formats import (
     FORMAT_VERSION,
     PARENT_IDS_ON_VECTORS,
+    PARENTLESS_RECORDS,
     UPGRADABLE,
     add_section_records,
     check_format,
@@ -748,6 +749,14 @@ class GatedParentIndex:
                 FORMAT_VERSION,
                 added,
             )
+        elif self.config.get("format_version") == PARENTLESS_RECORDS:
+            self.config["format_version"] = FORMAT_VERSION
+            self._put_config()
+            logger.info(
+                "marked the index format %d: section records written from now on hold their "
+                "parent (those written before are read as they are)",
+                FORMAT_VERSION,
+            )
         if not self.config.get(PARENT_IDS_ON_VECTORS):
             named = self.vectors.name_parents() if self._has_vectors() else 0
             self.config[PARENT_IDS_ON_VECTORS] = True
@@ -984,6 +993,12 @@ class GatedParentIndex:
         checks = [
             ("parent without a section record", stored_parents - records),
             ("section record without a parent", records - stored_parents),
+            (
+                "section record's copy of its parent unlike the docstore's",
+                self.section_store.copies_out_of_step(
+                    sorted(records & stored_parents), self._read_parents
+                ),
+            ),
             ("parent without a term-index row", stored_parents - indexed),
             ("term-index row without a parent", indexed - stored_parents),
             ("parent in docstore without a vector", stored_parents - parent_vectors),

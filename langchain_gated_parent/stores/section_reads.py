@@ -1,7 +1,8 @@
 """What a query reads of an index's sections: its candidates' headers and its opened sections.
 
-Both are read by key from the section records (:mod:`~.sections`) and the docstore, kept
-decoded for the index's current version (:mod:`~.read_cache`), and read consistently: a write
+Both are read by key from the section records (:mod:`~.sections`; the docstore too for
+records written before they held their parent), kept decoded for the index's current version
+(:mod:`~.read_cache`), and read consistently: a write
 by another process can land between two reads of one query, and the journal's stamp, read
 before and after, tells when it did.
 """
@@ -155,10 +156,9 @@ class SectionReads:
         """Every child of the given parents, with vectors, for exact scoring.
 
         One read of the parents' section records (each holds its children's vectors, spans and
-        terms) and one of the parents themselves. A child's text is cut from its parent's (a
-        child's span lies inside its parent's) and the document's own metadata comes from the
-        parent too, so neither is stored once per child; a parent deleted since the search is
-        dropped.
+        terms, and the parent itself). A child's text is cut from its parent's (a child's span
+        lies inside its parent's) and the document's own metadata comes from the parent too,
+        so neither is stored once per child; a parent deleted since the search is dropped.
 
         A write that overlaps the read could mix two versions of a document (a new parent's
         text cut at an old child's offsets) or show part of one. The journal's stamp, read
@@ -196,15 +196,20 @@ class SectionReads:
         return _only_documents(rows, keep)
 
     def _read(self, parent_ids: list[str]) -> dict[str, ChildRows]:
-        """Each opened parent's children (and the parent), by parent id; absent ones left out."""
+        """Each opened parent's children (and the parent), by parent id; absent ones left out.
+
+        The parent comes with its record; only records written before they carried it have
+        their parents read from the docstore.
+        """
         if not parent_ids:
             return {}
         records = self._records.get(parent_ids)
-        found = zip(parent_ids, self._read_parents(parent_ids), strict=True)
+        older = [p for p, record in records.items() if record.parent is None]
+        parents = dict(zip(older, self._read_parents(older), strict=True)) if older else {}
         opened: dict[str, ChildRows] = {}
-        for pid, parent in found:
-            record = records.get(pid)
-            if parent is None or record is None:
+        for pid, record in records.items():
+            parent = parents.get(pid) if record.parent is None else record.parent
+            if parent is None:
                 continue
             shared = document_metadata(parent.metadata)
             terms = record.child_terms

@@ -15,6 +15,7 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_gated_parent import GatedParentIndex, keys
+from langchain_gated_parent.formats import FORMAT_VERSION, PARENTLESS_RECORDS
 from langchain_gated_parent.stores import WriterLockTimeoutError
 from langchain_gated_parent.stores.journal import (
     LEGACY_CONFIG_KEY,
@@ -142,7 +143,8 @@ def test_an_index_of_format_3_is_upgraded_in_place_by_recover(tmp_path: Path) ->
     with pytest.raises(ValueError, match=r"format version 3; upgrade .*`gated-parent recover"):
         old.as_retriever().invoke("alpha")
     assert old.recover() == []
-    assert old.config["format_version"] == 4
+    assert old.config["format_version"] == FORMAT_VERSION
+    assert all(s.parent is not None for s in old.section_store.get(sorted(records)).values())
     assert old.section_store.parent_ids() == records
     assert old.verify().ok
     reopened = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
@@ -161,14 +163,62 @@ def test_section_records_kept_before_childrens_terms_were_answer_as_before(
     ids = sorted(index.section_store.parent_ids())
     kept = index.section_store.get(ids)
     assert all(s.child_terms for s in kept.values())
-    # What the previous release wrote: the same record, without the children's terms.
-    index.section_store.put([replace(s, child_terms=None) for s in kept.values()])
+    # What an earlier release wrote: the same record, without the children's terms or parent.
+    index.section_store.put([replace(s, child_terms=None, parent=None) for s in kept.values()])
 
     old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     assert all(s.child_terms is None for s in old.section_store.get(ids).values())
     found = [(d.id, d.metadata["score"]) for d in old.as_retriever(k=8).invoke(query)]
     assert [i for i, _ in found] == [i for i, _ in expected]
     assert [s for _, s in found] == pytest.approx([s for _, s in expected])
+
+
+def test_an_index_of_format_4_answers_as_before_and_its_next_write_marks_it_format_5(
+    tmp_path: Path,
+) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(1))
+    query = "paragraph 2 of section 1 about knockdown counts"
+    expected = [
+        (d.id, d.metadata["score"], d.page_content) for d in index.as_retriever(k=8).invoke(query)
+    ]
+    ids = sorted(index.section_store.parent_ids())
+    # What format 4 left: records without their parent.
+    index.section_store.put(
+        [replace(s, parent=None) for s in index.section_store.get(ids).values()]
+    )
+    config = {**index.journal.config(), "format_version": PARENTLESS_RECORDS}
+    index.journal.put_config(config, index.journal.stamp())
+
+    old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    found = [
+        (d.id, d.metadata["score"], d.page_content) for d in old.as_retriever(k=8).invoke(query)
+    ]
+    assert [(i, t) for i, _, t in found] == [(i, t) for i, _, t in expected]
+    assert [s for _, s, _ in found] == pytest.approx([s for _, s, _ in expected])
+    assert old.verify().ok
+    assert old.journal.config()["format_version"] == PARENTLESS_RECORDS  # reading changes nothing
+
+    old.add_documents(corpus(2))  # rewrites doc-0 to doc-3 (see corpus), keeps the rest
+    assert old.journal.config()["format_version"] == FORMAT_VERSION
+    records = old.section_store.get(sorted(old.section_store.parent_ids())).values()
+    assert {s.doc_id for s in records if s.parent is not None} == {f"doc-{i}" for i in range(4)}
+    assert {s.doc_id for s in records if s.parent is None} == {f"doc-{i}" for i in range(4, 8)}
+    assert old.verify().ok, old.verify().problems
+
+
+def test_verify_finds_a_section_record_whose_parent_copy_differs(tmp_path: Path) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(1))
+    assert index.verify().ok
+    pid = min(index.section_store.parent_ids())
+    record = index.section_store.get([pid])[pid]
+    assert record.parent is not None
+    edited = Document(record.parent.page_content + " (edited)", metadata=record.parent.metadata)
+    index.section_store.put([replace(record, parent=edited)])
+    assert index.verify().problems == [
+        f"section record's copy of its parent unlike the docstore's: {pid}"
+    ]
 
 
 def test_an_index_of_format_2_is_refused_with_the_fix(tmp_path: Path) -> None:
@@ -181,7 +231,7 @@ def test_an_index_of_format_2_is_refused_with_the_fix(tmp_path: Path) -> None:
     index.journal._records.mdelete(["config", STAMP_KEY])
     before = snapshot(index)
 
-    with pytest.raises(ValueError, match=r"format version 2, .* formats 3 and 4 .*rebuild it"):
+    with pytest.raises(ValueError, match=r"format version 2, .* formats 3 to 5 .*rebuild it"):
         GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     assert_same_state(snapshot(index), before)
 

@@ -88,9 +88,16 @@ def packed(header: dict[str, Any], children_size: int, rest: bytes) -> bytes:
     return struct.pack("<II", len(raw_header), children_size) + raw_header + rest
 
 
+def without_parent(record: bytes) -> bytes:
+    """The same record as written before records held their parent."""
+    header, children_size, rest = unpacked(record)
+    parent = sum(header.pop("parent"))
+    return packed(header, children_size, rest[:children_size] + rest[children_size + parent :])
+
+
 def older_layout(record: bytes) -> bytes:
     """The same record as written before children's terms were kept (no rule, no terms)."""
-    header, children_size, rest = unpacked(record)
+    header, children_size, rest = unpacked(without_parent(record))
     del header["terms_rule"]
     vectors = 4 * (1 + header["child_count"]) * DIMENSION
     return packed(header, children_size, rest[: children_size + vectors])
@@ -120,7 +127,29 @@ def test_a_header_read_skips_the_children_but_keeps_their_count() -> None:
     record = section_of(parent(), unit_rows(1, 0)[0], [child(1), child(2)], unit_rows(2, 1))
     light = decode(encode(record), children=False)
     assert (light.child_count, light.children, light.child_vectors.shape) == (2, [], (0, 4))
+    assert light.parent is None
     assert np.array_equal(light.vector, record.vector)
+
+
+@pytest.mark.parametrize("text", ["".join(PARAGRAPHS), 'Zellen wachsen \ud800 \u00e9\n"quoted"'])
+def test_a_record_holds_its_parent_as_given(text: str) -> None:
+    given = parent()
+    given = Document(text, id="parent-doc", metadata={**given.metadata, "year": 2024, "x": None})
+    back = decode(encode(section_of(given, unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1))))
+    assert back.parent is not None
+    assert (back.parent.id, back.parent.page_content) == ("parent-doc", text)
+    assert back.parent.metadata == given.metadata
+    assert np.array_equal(back.child_vectors, unit_rows(1, 1))
+    assert back.children == [child(0)]
+
+
+def test_a_record_written_before_records_held_their_parent_is_read_without_it() -> None:
+    record = section_of(parent(), unit_rows(1, 0)[0], [child(0), child(1)], unit_rows(2, 1))
+    back = decode(without_parent(encode(record)))
+    assert back.parent is None
+    assert back.children == record.children
+    assert back.child_terms == record.child_terms
+    assert np.array_equal(back.child_vectors, record.child_vectors)
 
 
 def test_the_store_returns_records_in_the_order_asked_and_forgets_deleted_ones() -> None:
@@ -151,6 +180,36 @@ def test_a_kept_section_holds_its_own_vectors() -> None:
     )
     opened = reads._read(["P-a"])  # what the read cache is given to keep
     assert opened["P-a"].vectors.base is None
+    assert opened["P-a"].texts == [PARAGRAPHS[0], PARAGRAPHS[2]]
     assert np.array_equal(opened["P-a"].vectors, first.child_vectors)
     assert first.child_terms is not None
     assert opened["P-a"].bm25_terms == [searchable(t) for t in first.child_terms]
+
+
+def test_an_opened_section_reads_the_docstore_only_for_records_without_their_parent() -> None:
+    def dated(pid: str) -> Document:
+        given = parent(pid)
+        return Document(given.page_content, metadata={**given.metadata, "year": 2024})
+
+    raw = InMemoryByteStore()
+    store = SectionStore(raw)
+    sections = {
+        p: section_of(dated(p), unit_rows(1, n)[0], [child(0), child(1)], unit_rows(2, n))
+        for n, p in enumerate(["P-a", "P-b"])
+    }
+    store.put(list(sections.values()))
+    raw.mset([("P-b", without_parent(encode(sections["P-b"])))])  # as an older release wrote
+    asked: list[list[str]] = []
+
+    def read_parents(ids: list[str]) -> list[Document | None]:
+        asked.append(ids)
+        return [dated(p) for p in ids]
+
+    reads = SectionReads(Journal(InMemoryByteStore()), store, read_parents, cached_sections=0)
+    opened = reads._read(["P-a", "P-b"])
+    assert asked == [["P-b"]]
+    assert list(opened) == ["P-a", "P-b"]
+    for pid, rows in opened.items():
+        assert rows.texts == list(PARAGRAPHS[:2])
+        assert rows.parents[pid].metadata == dated(pid).metadata
+        assert rows.metadatas[0] == {"year": 2024, **child(0)}
