@@ -7,9 +7,11 @@ on the same questions asked again with their vectors given, ``invoke`` against t
 own ``_get_relevant_documents``, in alternating order (what LangChain's run tracking costs),
 with the reads timed apart from the first pass's: a read's first-pass mean less its
 asked-again mean is what a process pays for reading sections and terms for the first time.
-Last, each question asked for the first time, with its vector, of two fresh views of the
-index in alternating order: one reads the children's terms from their section records, the
-other counts them from the children's texts, as for records a previous release wrote.
+Last, each question asked for the first time, with its vector, of two pairs of fresh views of
+the index in alternating order: one reads the children's terms from their section records,
+the other counts them from the children's texts, as for records a previous release wrote;
+one opens a section with the parent its record holds, the other reads the parent from the
+docstore, as for records of format 4.
 
 Usage:
     .. code-block:: bash
@@ -59,6 +61,18 @@ def _without_terms(index: Any) -> Any:
         return {p: replace(section, child_terms=None) for p, section in found.items()}
 
     store.get = get_without_terms
+    return index
+
+
+def _parents_from_docstore(index: Any) -> Any:
+    """``index``, reading its section records without their parents' copies (format 4's)."""
+    store = index.section_store
+    get = store.get
+
+    def get_without_parents(parent_ids: Any, *, children: bool = True, **_: Any) -> Any:
+        return get(parent_ids, children=children, parent=False)
+
+    store.get = get_without_parents
     return index
 
 
@@ -125,6 +139,13 @@ def main() -> None:
             "... terms counted": _without_terms(corpus.open()).as_retriever(k=K).invoke,
         }
         read, counted = _alternating(fresh, questions, vectors, timings).values()
+        opened = {
+            "first, parents in records": corpus.open().as_retriever(k=K).invoke,
+            "... parents from docstore": _parents_from_docstore(corpus.open())
+            .as_retriever(k=K)
+            .invoke,
+        }
+        in_records, in_docstore = _alternating(opened, questions, vectors, timings).values()
     print(f"{len(papers)} papers, {len(questions)} questions asked once each, k={K}")
     print("the index's reads, per call: the first pass, then asked again (twice per question)")
     for name in [r for r in READS if r in first and r in again]:  # a small index searches none
@@ -133,6 +154,8 @@ def main() -> None:
         print(_line(name, values))
     same = sum(a == b for a, b in zip(read, counted, strict=True))
     print(f"terms read or counted: the same ids and scores for {same} of {len(questions)}")
+    same = sum(a == b for a, b in zip(in_records, in_docstore, strict=True))
+    print(f"parents in records or read: the same ids and scores for {same} of {len(questions)}")
 
 
 if __name__ == "__main__":

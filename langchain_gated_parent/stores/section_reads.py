@@ -131,7 +131,11 @@ class SectionReads:
         return few
 
     def of_documents(self, doc_ids: Sequence[str]) -> dict[str, Section]:
-        """Every section record of these documents (those whose last write finished)."""
+        """Every section record of these documents (those whose last write finished).
+
+        Without the parents' copies: the gate scores the records, and opens the sections it
+        picks by :meth:`children_of`.
+        """
         manifests = self._journal.manifests(doc_ids)
         wanted = [
             pid
@@ -139,11 +143,11 @@ class SectionReads:
             if m.get("status") == "complete"
             for pid in m.get("parents", [])
         ]
-        return self._records.get(list(dict.fromkeys(wanted)))
+        return self._records.get(list(dict.fromkeys(wanted)), parent=False)
 
     def of_parents(self, parent_ids: Sequence[str]) -> dict[str, Section]:
         """The section records of these parents, of documents whose last write finished."""
-        found = self._records.get(list(dict.fromkeys(parent_ids)))
+        found = self._records.get(list(dict.fromkeys(parent_ids)), parent=False)
         manifests = self._journal.manifests(list({s.doc_id for s in found.values()}))
         return {
             pid: section

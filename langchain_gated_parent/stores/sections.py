@@ -85,8 +85,11 @@ def encode(section: Section) -> bytes:
     )
 
 
-def decode(raw: bytes, *, children: bool = True) -> Section:
-    """The inverse of :func:`encode`; ``children=False`` leaves the children and parent unread."""
+def decode(raw: bytes, *, children: bool = True, parent: bool = True) -> Section:
+    """The inverse of :func:`encode`.
+
+    ``children=False`` leaves the children and the parent unread, ``parent=False`` the parent.
+    """
     from langchain_core.documents import Document  # noqa: PLC0415
 
     header_size, children_size = _LENGTHS.unpack_from(raw)
@@ -103,14 +106,13 @@ def decode(raw: bytes, *, children: bool = True) -> Section:
     matrix = np.frombuffer(raw, dtype="<f4", count=rows * dimension, offset=offset)
     matrix = matrix.reshape(rows, dimension)
     terms = None
-    parent = None
-    if children:
-        if header.get("terms_rule") == TERMS_RULE:
-            terms = raw[offset + 4 * rows * dimension :].decode().split("\n") if count else []
-        if "parent" in header:
-            own = json.loads(raw[at : at + meta_size])
-            text = raw[at + meta_size : offset].decode("utf-8", "surrogatepass")
-            parent = Document(id=own["id"], page_content=text, metadata=own["metadata"])
+    if children and header.get("terms_rule") == TERMS_RULE:
+        terms = raw[offset + 4 * rows * dimension :].decode().split("\n") if count else []
+    copy = None
+    if children and parent and "parent" in header:
+        own = json.loads(raw[at : at + meta_size])
+        text = raw[at + meta_size : offset].decode("utf-8", "surrogatepass")
+        copy = Document(id=own["id"], page_content=text, metadata=own["metadata"])
     return Section(
         parent_id=header["parent_id"],
         doc_id=header["doc_id"],
@@ -120,7 +122,7 @@ def decode(raw: bytes, *, children: bool = True) -> Section:
         children=json.loads(raw[start:at]) if children else [],
         child_vectors=matrix[1:].copy(),
         child_terms=terms,
-        parent=parent,
+        parent=copy,
     )
 
 
@@ -177,14 +179,17 @@ class SectionStore:
         if parent_ids:
             self._store.mdelete(list(parent_ids))
 
-    def get(self, parent_ids: Sequence[str], *, children: bool = True) -> dict[str, Section]:
+    def get(
+        self, parent_ids: Sequence[str], *, children: bool = True, parent: bool = True
+    ) -> dict[str, Section]:
         """The records of those parents that have one, by parent id, in the order asked.
 
-        ``children=False`` reads each parent's header and vector only (see :func:`decode`).
+        ``children=False`` reads each parent's header and vector only, ``parent=False`` all
+        but the parent's copy (see :func:`decode`).
         """
         found = self._mget(list(parent_ids))
         return {
-            pid: decode(raw, children=children)
+            pid: decode(raw, children=children, parent=parent)
             for pid, raw in zip(parent_ids, found, strict=True)
             if raw is not None
         }

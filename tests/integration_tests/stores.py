@@ -195,6 +195,7 @@ def snapshot(index: GatedParentIndex) -> dict[str, Any]:
             r.headings,
             r.children,
             np.vstack([r.vector[None, :], r.child_vectors]).round(5).tolist(),
+            None if r.parent is None else (r.parent.page_content, r.parent.metadata),
         )
         for pid, r in records.items()
     }

@@ -131,6 +131,14 @@ def test_a_header_read_skips_the_children_but_keeps_their_count() -> None:
     assert np.array_equal(light.vector, record.vector)
 
 
+def test_a_read_for_scoring_alone_skips_the_parents_copy() -> None:
+    record = section_of(parent(), unit_rows(1, 0)[0], [child(1), child(2)], unit_rows(2, 1))
+    scored = decode(encode(record), parent=False)
+    assert scored.parent is None
+    assert (scored.children, scored.child_terms) == (record.children, record.child_terms)
+    assert np.array_equal(scored.child_vectors, record.child_vectors)
+
+
 @pytest.mark.parametrize("text", ["".join(PARAGRAPHS), 'Zellen wachsen \ud800 \u00e9\n"quoted"'])
 def test_a_record_holds_its_parent_as_given(text: str) -> None:
     given = parent()
