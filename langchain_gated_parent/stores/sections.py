@@ -6,11 +6,10 @@ fetch with every parent search, a second fetch for the parents other searches fo
 by-id read of every child with its vector: three round trips per query that cost more than the
 searches themselves. A section record holds, for one parent, its document, its heading titles,
 its own vector, and each child's id, own metadata and vector, packed into one value and read
-by key. A record also holds a copy of its parent (text and metadata): opening a section
-first time then costs one read, not a second one of the docstore, whose parents a query would
-otherwise read and decode beside the records (about half of what a process pays to open a
-section for the first time, across 1,169 papers). The records live in a key-value namespace
-next to the journal (in the docstore's
+by key. A record also holds a copy of its parent (text and metadata), so opening a section
+for the first time is one read, not a second one of the docstore, whose parents would
+otherwise be read and revived as LangChain documents beside the records. The records live in
+a key-value namespace next to the journal (in the docstore's
 database, in the index folder's SQLite file, or in memory), are written by the same journalled
 writes under the same writer lock, and are deleted with their parent.
 
@@ -25,6 +24,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from langchain_core.documents import Document
 
 from langchain_gated_parent import keys
 from langchain_gated_parent.lexical import TERMS_RULE, child_terms
@@ -34,7 +34,6 @@ from langchain_gated_parent.stores.keyvalue import fast_mget
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from langchain_core.documents import Document
     from langchain_core.stores import BaseStore
     from numpy.typing import NDArray
 
@@ -90,8 +89,6 @@ def decode(raw: bytes, *, children: bool = True, parent: bool = True) -> Section
 
     ``children=False`` leaves the children and the parent unread, ``parent=False`` the parent.
     """
-    from langchain_core.documents import Document  # noqa: PLC0415
-
     header_size, children_size = _LENGTHS.unpack_from(raw)
     start = _LENGTHS.size + header_size
     header = json.loads(raw[_LENGTHS.size : start])
