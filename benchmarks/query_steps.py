@@ -56,8 +56,8 @@ def _without_terms(index: Any) -> Any:
     store = index.section_store
     get = store.get
 
-    def get_without_terms(parent_ids: Any, *, children: bool = True) -> dict[str, Any]:
-        found = get(parent_ids, children=children)
+    def get_without_terms(parent_ids: Any, **options: Any) -> dict[str, Any]:
+        found = get(parent_ids, **options)
         return {p: replace(section, child_terms=None) for p, section in found.items()}
 
     store.get = get_without_terms
@@ -69,8 +69,8 @@ def _parents_from_docstore(index: Any) -> Any:
     store = index.section_store
     get = store.get
 
-    def get_without_parents(parent_ids: Any, *, children: bool = True, **_: Any) -> Any:
-        return get(parent_ids, children=children, parent=False)
+    def get_without_parents(parent_ids: Any, **options: Any) -> Any:
+        return get(parent_ids, **{**options, "parent": False})
 
     store.get = get_without_parents
     return index
