@@ -11,6 +11,7 @@ import copy
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -262,14 +263,18 @@ def test_cli_verify_names_a_child_deleted_behind_the_index(
     assert "Traceback" not in err
 
 
-def test_a_child_whose_parent_vanished_is_dropped(
-    tmp_path: Path, embeddings: MiniLMEmbeddings
+@pytest.mark.parametrize("vanished", ["record", "parent of a format-4 record"])
+def test_a_child_whose_section_vanished_is_dropped(
+    tmp_path: Path, embeddings: MiniLMEmbeddings, vanished: str
 ) -> None:
-    """A delete racing a query can remove a parent between the gate and the child fetch: its
-    children have no text left to cut, so they are dropped rather than returned empty.
+    """A delete racing a query can remove a section between the gate and the child fetch: its
+    children are dropped rather than returned without their text.
 
-    The parent is deleted under the journal's back (the race without its stamp), so the index
-    keeps no reads between calls (``cached_sections=0``): every call reads the stores.
+    A delete removes the section record (which holds the parent) before the parent; a record
+    of format 4 holds no parent, so its parent is read from the docstore, and one gone from
+    there drops its children too. The removal is made under the journal's back (the race
+    without its stamp), so the index keeps no reads between calls (``cached_sections=0``):
+    every call reads the stores.
     """
     index = GatedParentIndex(embeddings, directory=tmp_path / "index", cached_sections=0)
     index.add_documents(corpus())
@@ -277,7 +282,12 @@ def test_a_child_whose_parent_vanished_is_dropped(
     both = index.children_of([first, second])
     mine = [c for c, m in zip(both.ids, both.metadatas, strict=True) if m[keys.PARENT_ID] == first]
     assert 0 < len(mine) < len(both.ids)
-    index.docstore.mdelete([second])
+    if vanished == "record":
+        index.section_store.delete([second])
+    else:
+        records = index.section_store.get([first, second]).values()
+        index.section_store.put([replace(r, parent=None) for r in records])
+        index.docstore.mdelete([second])
     rows = index.children_of([first, second])
     assert (rows.ids, len(rows.texts), rows.vectors.shape) == (mine, len(mine), (len(mine), 384))
     assert {m[keys.PARENT_ID] for m in rows.metadatas} == {first}
