@@ -66,8 +66,9 @@ def encode(section: Section) -> bytes:
         own = {"id": section.parent.id, "metadata": section.parent.metadata}
         meta = json.dumps(own, ensure_ascii=False).encode()
         # A lone surrogate (text extracted from a broken PDF) is kept as it was given.
-        parent = meta + section.parent.page_content.encode("utf-8", "surrogatepass")
-        described["parent"] = [len(meta), len(parent) - len(meta)]
+        text = section.parent.page_content.encode("utf-8", "surrogatepass")
+        parent = meta + text
+        described["parent"] = [len(meta), len(text)]
     terms = b""
     if section.child_terms is not None:
         described["terms_rule"] = TERMS_RULE
