@@ -123,10 +123,22 @@ def format_3_child(own: dict[str, Any]) -> dict[str, Any]:
     return {**kept, keys.SECTION_PATH: json.dumps(own[keys.SECTION_PATH])}
 
 
+def answers(index: GatedParentIndex, query: str) -> list[tuple[str | None, float, str]]:
+    """The top 8 children of a query: each one's id, score and text."""
+    found = index.as_retriever(k=8).invoke(query)
+    return [(d.id, d.metadata["score"], d.page_content) for d in found]
+
+
+def assert_answers_as_before(found: list[Any], expected: list[Any]) -> None:
+    """The same children with the same texts, and the same scores up to float rounding."""
+    assert [(i, t) for i, _, t in found] == [(i, t) for i, _, t in expected]
+    assert [s for _, s, _ in found] == pytest.approx([s for _, s, _ in expected])
+
+
 def test_an_index_of_format_3_is_upgraded_in_place_by_recover(tmp_path: Path) -> None:
     index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     index.add_documents(corpus(2))
-    expected = [(d.id, d.metadata["score"]) for d in index.as_retriever(k=8).invoke("alpha")]
+    expected = answers(index, "alpha")
     records = index.section_store.parent_ids()
     # Make it what format 3 left on disk: no section records, each child's own metadata (its
     # span and section path) in Chroma beside its vector.
@@ -148,9 +160,7 @@ def test_an_index_of_format_3_is_upgraded_in_place_by_recover(tmp_path: Path) ->
     assert old.section_store.parent_ids() == records
     assert old.verify().ok
     reopened = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
-    found = [(d.id, d.metadata["score"]) for d in reopened.as_retriever(k=8).invoke("alpha")]
-    assert [i for i, _ in found] == [i for i, _ in expected]
-    assert [s for _, s in found] == pytest.approx([s for _, s in expected])
+    assert_answers_as_before(answers(reopened, "alpha"), expected)
 
 
 def test_section_records_kept_before_childrens_terms_were_answer_as_before(
@@ -159,7 +169,7 @@ def test_section_records_kept_before_childrens_terms_were_answer_as_before(
     index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     index.add_documents(corpus(2))
     query = "paragraph 2 of section 1 about knockdown counts"
-    expected = [(d.id, d.metadata["score"]) for d in index.as_retriever(k=8).invoke(query)]
+    expected = answers(index, query)
     ids = sorted(index.section_store.parent_ids())
     kept = index.section_store.get(ids)
     assert all(s.child_terms for s in kept.values())
@@ -168,9 +178,7 @@ def test_section_records_kept_before_childrens_terms_were_answer_as_before(
 
     old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     assert all(s.child_terms is None for s in old.section_store.get(ids).values())
-    found = [(d.id, d.metadata["score"]) for d in old.as_retriever(k=8).invoke(query)]
-    assert [i for i, _ in found] == [i for i, _ in expected]
-    assert [s for _, s in found] == pytest.approx([s for _, s in expected])
+    assert_answers_as_before(answers(old, query), expected)
 
 
 def test_an_index_of_format_4_answers_as_before_and_its_next_write_marks_it_format_5(
@@ -179,9 +187,7 @@ def test_an_index_of_format_4_answers_as_before_and_its_next_write_marks_it_form
     index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     index.add_documents(corpus(1))
     query = "paragraph 2 of section 1 about knockdown counts"
-    expected = [
-        (d.id, d.metadata["score"], d.page_content) for d in index.as_retriever(k=8).invoke(query)
-    ]
+    expected = answers(index, query)
     ids = sorted(index.section_store.parent_ids())
     # What format 4 left: records without their parent.
     index.section_store.put(
@@ -191,11 +197,7 @@ def test_an_index_of_format_4_answers_as_before_and_its_next_write_marks_it_form
     index.journal.put_config(config, index.journal.stamp())
 
     old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
-    found = [
-        (d.id, d.metadata["score"], d.page_content) for d in old.as_retriever(k=8).invoke(query)
-    ]
-    assert [(i, t) for i, _, t in found] == [(i, t) for i, _, t in expected]
-    assert [s for _, s, _ in found] == pytest.approx([s for _, s, _ in expected])
+    assert_answers_as_before(answers(old, query), expected)
     assert old.verify().ok
     assert old.journal.config()["format_version"] == PARENTLESS_RECORDS  # reading changes nothing
 
