@@ -151,20 +151,31 @@ def bm25(
     return bm25_of_terms(query, [terms_of(t) for t in texts], k1=k1, b=b)
 
 
+def term_lengths(terms: Sequence[str]) -> NDArray[np.float64]:
+    """How many terms each of these :func:`searchable` strings holds (BM25's lengths)."""
+    return np.array([t.count(" ") // 2 for t in terms], dtype=np.float64)
+
+
 def bm25_of_terms(
-    query: str, terms: Sequence[str], *, k1: float = 1.2, b: float = 0.75
+    query: str,
+    terms: Sequence[str],
+    *,
+    lengths: NDArray[np.float64] | None = None,
+    k1: float = 1.2,
+    b: float = 0.75,
 ) -> NDArray[np.float64]:
     """:func:`bm25` of candidates whose terms are already listed (each :func:`searchable`).
 
     Each query word is counted in each candidate's string of terms (``str.count``, in C),
     instead of counting every candidate's terms into a dict first: a question has a handful of
     words and a candidate dozens of terms, and counting them all cost ~20 µs a child, most of
-    what a query paid to open a section for the first time.
+    what a query paid to open a section for the first time. ``lengths`` are the candidates'
+    :func:`term_lengths`, if known (a section's are kept with it once it is opened).
     """
     words = set(tokenize(query))
     if not terms or not words:
         return np.zeros(len(terms))
-    lengths = np.array([t.count(" ") // 2 for t in terms], dtype=np.float64)
+    lengths = term_lengths(terms) if lengths is None else lengths
     average = float(lengths.mean()) or 1.0
     everything = "".join(terms)
     scores = np.zeros(len(terms))

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langchain_gated_parent import keys
-from langchain_gated_parent.lexical import child_terms, searchable
+from langchain_gated_parent.lexical import child_terms, searchable, term_lengths
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -65,6 +65,8 @@ class ChildRows:
     terms: list[str] | None = None
     """Each child's BM25 terms (:func:`~.lexical.searchable`); ``None``: listed from the texts
     when asked."""
+    lengths: NDArray[np.float64] | None = None
+    """How many BM25 terms each child has; ``None``: counted when asked."""
 
     @cached_property
     def parent_ids(self) -> list[str]:
@@ -78,6 +80,14 @@ class ChildRows:
             (meta[keys.DOC_ID], meta[keys.START_INDEX], meta[keys.END_INDEX])
             for meta in self.metadatas
         ]
+
+    @cached_property
+    def bm25_lengths(self) -> NDArray[np.float64]:
+        """Each child's number of BM25 terms (:func:`~.lexical.term_lengths`), counted once.
+
+        An opened section's rows are kept between queries, so their count is too.
+        """
+        return term_lengths(self.bm25_terms) if self.lengths is None else self.lengths
 
     @cached_property
     def bm25_terms(self) -> list[str]:

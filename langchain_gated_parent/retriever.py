@@ -115,8 +115,13 @@ def _parent_of_child(child: str) -> str:
 
 
 def _stack(matrices: Sequence[Any]) -> Any:
-    """Rows of several matrices (or vectors) as one matrix."""
-    return np.vstack(matrices) if len(matrices) else np.empty((0, 0), np.float32)
+    """Rows of several matrices (or vectors) as one matrix.
+
+    Joined in C: ``np.vstack`` reshapes each of a query's ~45 candidate vectors in Python first.
+    """
+    if not len(matrices):
+        return np.empty((0, 0), np.float32)
+    return np.array(matrices) if np.ndim(matrices[0]) == 1 else np.concatenate(matrices)
 
 
 def _parents_of(
@@ -332,7 +337,9 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
             return explanation
         cosine = scoring.similarity(rows.vectors @ np.asarray(vector, dtype=np.float32))
         lexical = (
-            bm25_of_terms(query, rows.bm25_terms) if settings.lexical_weight or learned else None
+            bm25_of_terms(query, rows.bm25_terms, lengths=rows.bm25_lengths)
+            if settings.lexical_weight or learned
+            else None
         )
         child_scores = cosine
         if settings.lexical_weight and lexical is not None:

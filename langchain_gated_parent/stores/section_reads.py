@@ -94,9 +94,11 @@ class SectionReads:
         self._opened: ReadCache[ChildRows] = ReadCache(cached_sections)
         self._few: ReadCache[list[str] | None] = ReadCache(1)
         self._observers = list(observers)
+        self._seen: Stamp | None = None
 
     def observe(self, stamp: Stamp) -> None:
         """The index's version just seen: what was kept of another one is dropped."""
+        self._seen = stamp
         self._headers.observe(stamp)
         self._opened.observe(stamp)
         self._few.observe(stamp)
@@ -175,19 +177,27 @@ class SectionReads:
         rows = ChildRows([], [], [], np.empty((0, 0), np.float32))
         if not ids:
             return rows
-        for attempt in range(1, QUIET_READ_ATTEMPTS):
-            before = self._journal.stamp()
+        # The stamp this index saw last (a query's filter check reads one) serves as the first
+        # "before": a stamp read any time before the read will do, since the stamp read after it
+        # decides. A query that reads records then reads one stamp here, not two.
+        tries: list[Stamp | None] = [None] * (QUIET_READ_ATTEMPTS - 1)
+        if self._seen is not None:
+            tries.insert(0, self._seen)
+        for attempt, seen in enumerate(tries, 1):
+            before = self._journal.stamp() if seen is None else seen
             self.observe(before)
             cached = self._opened.get(ids) if before.quiet else {}
             missing = [p for p in ids if p not in cached]
             read = self._read(missing)
             opened = cached | read
             rows = _joined([opened[p] for p in ids if p in opened])
-            # All from the cache: read at this quiet version, so no write can have overlapped.
-            if before.quiet and (not missing or self._journal.stamp() == before):
+            # All from the cache, after a stamp read just now: no write can have overlapped.
+            just_read = seen is None and not missing
+            if before.quiet and (just_read or self._journal.stamp() == before):
                 self._opened.put(read, before.seq)
                 return rows
-            time.sleep(0.02 * attempt)
+            if seen is None:  # a write overlapped the read, not merely one before it
+                time.sleep(0.02 * attempt)
         docs = sorted({str(p.metadata.get(keys.DOC_ID)) for p in rows.parents.values()})
         before_read = self._journal.manifests(docs)
         rows = _joined(list(self._read(ids).values()))
@@ -237,6 +247,7 @@ def _joined(opened: Sequence[ChildRows]) -> ChildRows:
         np.vstack([rows.vectors for rows in opened]) if opened else np.empty((0, 0), np.float32),
         {p: d for rows in opened for p, d in rows.parents.items()},
         [t for rows in opened for t in rows.bm25_terms],
+        np.concatenate([rows.bm25_lengths for rows in opened]) if opened else np.empty(0),
     )
 
 
@@ -251,4 +262,5 @@ def _only_documents(rows: ChildRows, doc_ids: set[str]) -> ChildRows:
         rows.vectors[keep],
         {p: d for p, d in rows.parents.items() if d.metadata.get(keys.DOC_ID) in doc_ids},
         [terms[n] for n in keep],
+        rows.bm25_lengths[keep],
     )

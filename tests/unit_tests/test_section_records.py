@@ -14,7 +14,7 @@ from langchain_core.stores import InMemoryByteStore
 from langchain_gated_parent import keys
 from langchain_gated_parent.lexical import child_terms, searchable
 from langchain_gated_parent.records import ChildRows
-from langchain_gated_parent.stores.journal import Journal
+from langchain_gated_parent.stores.journal import Journal, Stamp
 from langchain_gated_parent.stores.section_reads import SectionReads
 from langchain_gated_parent.stores.sections import SectionStore, decode, encode, section_of
 
@@ -221,3 +221,61 @@ def test_an_opened_section_reads_the_docstore_only_for_records_without_their_par
         assert rows.texts == list(PARAGRAPHS[:2])
         assert rows.parents[pid].metadata == dated(pid).metadata
         assert rows.metadatas[0] == {"year": 2024, **child(0)}
+
+
+def stamped_reads() -> tuple[SectionReads, SectionStore, Journal, list[int]]:
+    """Reads of one record, with the journal's stamp reads counted in the list returned."""
+    store = SectionStore(InMemoryByteStore())
+    store.put([section_of(parent("P-a"), unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1))])
+    journal = Journal(InMemoryByteStore())
+    journal.put_stamp(Stamp(seq=2))
+    stamp_reads = [0]
+    read_stamp = journal.stamp
+
+    def counted() -> Stamp:
+        stamp_reads[0] += 1
+        return read_stamp()
+
+    journal.stamp = counted  # type: ignore[method-assign]
+    reads = SectionReads(journal, store, lambda ids: [None] * len(ids), cached_sections=4)
+    return reads, store, journal, stamp_reads
+
+
+def test_opening_sections_after_the_filter_check_reads_one_stamp() -> None:
+    """The stamp the query's filter check saw is the read's "before": one stamp read, not two."""
+    reads, _, journal, stamp_reads = stamped_reads()
+    reads.observe(journal.stamp())  # what the filter check does
+    stamp_reads[0] = 0
+    assert reads.children_of(["P-a"]).texts == [PARAGRAPHS[0]]
+    assert stamp_reads[0] == 1
+    assert reads.children_of(["P-a"]).texts == [PARAGRAPHS[0]]  # kept: checked by one read
+    assert stamp_reads[0] == 2
+
+
+def test_a_kept_section_is_not_served_once_a_write_moved_the_stamp_since_it_was_seen() -> None:
+    """Sections kept at the stamp last seen are checked against the journal, not trusted."""
+    reads, store, journal, _ = stamped_reads()
+    reads.observe(journal.stamp())
+    assert reads.children_of(["P-a"]).texts == [PARAGRAPHS[0]]
+    moved = section_of(parent("P-a"), unit_rows(1, 0)[0], [child(1)], unit_rows(1, 1))
+    store.put([moved])  # another process's write, unseen by this one
+    journal.put_stamp(Stamp(seq=4))
+    assert reads.children_of(["P-a"]).texts == [PARAGRAPHS[1]]
+
+
+def test_opened_sections_carry_each_childs_number_of_terms() -> None:
+    """Counted once per opened section, and kept with it, not on every query's scoring."""
+    store = SectionStore(InMemoryByteStore())
+    store.put(
+        [
+            section_of(parent(p), unit_rows(1, n)[0], [child(0), child(2)], unit_rows(2, n))
+            for n, p in enumerate(["P-a", "P-b"])
+        ]
+    )
+    reads = SectionReads(
+        Journal(InMemoryByteStore()), store, lambda ids: [None] * len(ids), cached_sections=4
+    )
+    rows = reads.children_of(["P-b", "P-a"])
+    assert rows.lengths is not None
+    assert rows.lengths.tolist() == [len(t.split()) for t in rows.bm25_terms]
+    assert rows.lengths.tolist() == [5, 4, 5, 4]  # "m thode animal cell grow", "... rat"
