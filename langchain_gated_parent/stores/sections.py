@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from langchain_core.stores import BaseStore
     from numpy.typing import NDArray
 
-__all__ = ["SectionStore", "child_texts", "decode", "encode", "section_of"]
+__all__ = ["SectionStore", "child_texts", "decode", "encode", "parent_copy", "section_of"]
 
 _LENGTHS = struct.Struct("<II")
 """A record starts with the byte lengths of its header and of its children's JSON."""
@@ -106,11 +106,6 @@ def decode(raw: bytes, *, children: bool = True, parent: bool = True) -> Section
     terms = None
     if children and header.get("terms_rule") == TERMS_RULE:
         terms = raw[offset + 4 * rows * dimension :].decode().split("\n") if count else []
-    copy = None
-    if children and parent and "parent" in header:
-        own = json.loads(raw[at : at + meta_size])
-        text = raw[at + meta_size : offset].decode("utf-8", "surrogatepass")
-        copy = Document(id=own["id"], page_content=text, metadata=own["metadata"])
     return Section(
         parent_id=header["parent_id"],
         doc_id=header["doc_id"],
@@ -120,8 +115,25 @@ def decode(raw: bytes, *, children: bool = True, parent: bool = True) -> Section
         children=json.loads(raw[start:at]) if children else [],
         child_vectors=matrix[1:].copy(),
         child_terms=terms,
-        parent=copy,
+        parent=_parent(raw, header, at) if children and parent else None,
     )
+
+
+def parent_copy(raw: bytes) -> Document | None:
+    """The parent a record holds, read alone (``None`` for a record written without it)."""
+    header_size, children_size = _LENGTHS.unpack_from(raw)
+    start = _LENGTHS.size + header_size
+    return _parent(raw, json.loads(raw[_LENGTHS.size : start]), start + children_size)
+
+
+def _parent(raw: bytes, header: dict[str, Any], at: int) -> Document | None:
+    """The parent's copy in ``raw``, whose bytes start ``at``, as ``header`` sizes them."""
+    if "parent" not in header:
+        return None
+    meta_size, text_size = header["parent"]
+    own = json.loads(raw[at : at + meta_size])
+    text = raw[at + meta_size : at + meta_size + text_size].decode("utf-8", "surrogatepass")
+    return Document(id=own["id"], page_content=text, metadata=own["metadata"])
 
 
 def child_texts(parent: Document, children: Sequence[dict[str, Any]]) -> list[str]:
@@ -199,15 +211,16 @@ class SectionStore:
     ) -> set[str]:
         """Parents whose record's copy differs from ``read_parents``' (text or metadata).
 
-        Read :data:`VERIFY_BATCH` at a time (for :meth:`~..index.GatedParentIndex.verify`).
+        Read :data:`VERIFY_BATCH` at a time (for :meth:`~..index.GatedParentIndex.verify`), the
+        copies alone: the rest of a record is not decoded.
         """
         found: set[str] = set()
         ids = list(parent_ids)
         for start in range(0, len(ids), VERIFY_BATCH):
             batch = ids[start : start + VERIFY_BATCH]
-            records = self.get(batch)
-            for pid, parent in zip(batch, read_parents(batch), strict=True):
-                copy = records[pid].parent if pid in records else None
+            records = self._mget(batch)
+            for pid, raw, parent in zip(batch, records, read_parents(batch), strict=True):
+                copy = None if raw is None else parent_copy(raw)
                 if copy is not None and (
                     parent is None
                     or (copy.page_content, copy.metadata) != (parent.page_content, parent.metadata)

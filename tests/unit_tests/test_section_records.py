@@ -16,7 +16,13 @@ from langchain_gated_parent.lexical import child_terms, searchable
 from langchain_gated_parent.records import ChildRows
 from langchain_gated_parent.stores.journal import Journal, Stamp
 from langchain_gated_parent.stores.section_reads import SectionReads
-from langchain_gated_parent.stores.sections import SectionStore, decode, encode, section_of
+from langchain_gated_parent.stores.sections import (
+    SectionStore,
+    decode,
+    encode,
+    parent_copy,
+    section_of,
+)
 
 DIMENSION = 4
 OFFSET = 100
@@ -143,10 +149,12 @@ def test_a_read_for_scoring_alone_skips_the_parents_copy() -> None:
 def test_a_record_holds_its_parent_as_given(text: str) -> None:
     given = parent()
     given = Document(text, id="parent-doc", metadata={**given.metadata, "year": 2024, "x": None})
-    back = decode(encode(section_of(given, unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1))))
+    record = encode(section_of(given, unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1)))
+    back = decode(record)
     assert back.parent is not None
     assert (back.parent.id, back.parent.page_content) == ("parent-doc", text)
     assert back.parent.metadata == given.metadata
+    assert parent_copy(record) == back.parent  # what verify reads of a record
     assert np.array_equal(back.child_vectors, unit_rows(1, 1))
     assert back.children == [child(0)]
 
@@ -155,6 +163,7 @@ def test_a_record_written_before_records_held_their_parent_is_read_without_it() 
     record = section_of(parent(), unit_rows(1, 0)[0], [child(0), child(1)], unit_rows(2, 1))
     back = decode(without_parent(encode(record)))
     assert back.parent is None
+    assert parent_copy(without_parent(encode(record))) is None
     assert back.children == record.children
     assert back.child_terms == record.child_terms
     assert np.array_equal(back.child_vectors, record.child_vectors)
