@@ -177,11 +177,11 @@ class SectionReads:
         rows = ChildRows([], [], [], np.empty((0, 0), np.float32))
         if not ids:
             return rows
-        # The stamp this index saw last (a query's filter check reads one) serves as the first
-        # "before": a stamp read any time before the read will do, since the stamp read after it
-        # decides. A query that reads records then reads one stamp here, not two.
+        # The stamp this index saw last (a query's filter check reads one), if quiet, serves as
+        # the first "before": a stamp read any time before the read will do, since the stamp read
+        # after it decides. A query that reads records then reads one stamp here, not two.
         tries: list[Stamp | None] = [None] * (QUIET_READ_ATTEMPTS - 1)
-        if self._seen is not None:
+        if self._seen is not None and self._seen.quiet:
             tries.insert(0, self._seen)
         for attempt, seen in enumerate(tries, 1):
             before = self._journal.stamp() if seen is None else seen
