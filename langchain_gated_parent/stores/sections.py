@@ -90,13 +90,10 @@ def decode(raw: bytes, *, children: bool = True, parent: bool = True) -> Section
 
     ``children=False`` leaves the children and the parent unread, ``parent=False`` the parent.
     """
-    header_size, children_size = _LENGTHS.unpack_from(raw)
-    start = _LENGTHS.size + header_size
-    header = json.loads(raw[_LENGTHS.size : start])
+    header, start, at = _layout(raw)
     dimension = header["dimension"]
     count = header["child_count"]
     meta_size, text_size = header.get("parent", (0, 0))
-    at = start + children_size  # where the parent is, if the record holds it
     offset = at + meta_size + text_size
     rows = 1 + count if children else 1
     # Copied out of ``raw``: a view would keep the whole record alive as long as a read cache
@@ -121,9 +118,18 @@ def decode(raw: bytes, *, children: bool = True, parent: bool = True) -> Section
 
 def parent_copy(raw: bytes) -> Document | None:
     """The parent a record holds, read alone (``None`` for a record written without it)."""
+    header, _, at = _layout(raw)
+    return _parent(raw, header, at)
+
+
+def _layout(raw: bytes) -> tuple[dict[str, Any], int, int]:
+    """A record's header, where its children's JSON starts and where that JSON ends.
+
+    The parent's copy, if the record holds one, starts where the children's JSON ends.
+    """
     header_size, children_size = _LENGTHS.unpack_from(raw)
     start = _LENGTHS.size + header_size
-    return _parent(raw, json.loads(raw[_LENGTHS.size : start]), start + children_size)
+    return json.loads(raw[_LENGTHS.size : start]), start, start + children_size
 
 
 def _parent(raw: bytes, header: dict[str, Any], at: int) -> Document | None:

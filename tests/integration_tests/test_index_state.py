@@ -163,41 +163,45 @@ def test_an_index_of_format_3_is_upgraded_in_place_by_recover(tmp_path: Path) ->
     assert_answers_as_before(answers(reopened, "alpha"), expected)
 
 
+OLDER_RECORDS_QUERY = "paragraph 2 of section 1 about knockdown counts"
+
+
+def written_as_before(
+    tmp_path: Path, copies: int, **dropped: None
+) -> tuple[GatedParentIndex, list[Any], list[str]]:
+    """An index whose section records are rewritten without the ``dropped`` fields, as an
+    earlier release wrote them: the index, its answers before, and every parent id."""
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(copies))
+    expected = answers(index, OLDER_RECORDS_QUERY)
+    ids = sorted(index.section_store.parent_ids())
+    kept = index.section_store.get(ids)
+    assert all(getattr(s, field) for s in kept.values() for field in dropped)
+    index.section_store.put([replace(s, **dropped) for s in kept.values()])
+    return index, expected, ids
+
+
 def test_section_records_kept_before_childrens_terms_were_answer_as_before(
     tmp_path: Path,
 ) -> None:
-    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
-    index.add_documents(corpus(2))
-    query = "paragraph 2 of section 1 about knockdown counts"
-    expected = answers(index, query)
-    ids = sorted(index.section_store.parent_ids())
-    kept = index.section_store.get(ids)
-    assert all(s.child_terms for s in kept.values())
     # What an earlier release wrote: the same record, without the children's terms or parent.
-    index.section_store.put([replace(s, child_terms=None, parent=None) for s in kept.values()])
+    _, expected, ids = written_as_before(tmp_path, 2, child_terms=None, parent=None)
 
     old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     assert all(s.child_terms is None for s in old.section_store.get(ids).values())
-    assert_answers_as_before(answers(old, query), expected)
+    assert_answers_as_before(answers(old, OLDER_RECORDS_QUERY), expected)
 
 
 def test_an_index_of_format_4_answers_as_before_and_its_next_write_marks_it_format_5(
     tmp_path: Path,
 ) -> None:
-    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
-    index.add_documents(corpus(1))
-    query = "paragraph 2 of section 1 about knockdown counts"
-    expected = answers(index, query)
-    ids = sorted(index.section_store.parent_ids())
     # What format 4 left: records without their parent.
-    index.section_store.put(
-        [replace(s, parent=None) for s in index.section_store.get(ids).values()]
-    )
+    index, expected, _ = written_as_before(tmp_path, 1, parent=None)
     config = {**index.journal.config(), "format_version": PARENTLESS_RECORDS}
     index.journal.put_config(config, index.journal.stamp())
 
     old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
-    assert_answers_as_before(answers(old, query), expected)
+    assert_answers_as_before(answers(old, OLDER_RECORDS_QUERY), expected)
     assert old.verify().ok
     assert old.journal.config()["format_version"] == PARENTLESS_RECORDS  # reading changes nothing
 
