@@ -4,14 +4,15 @@ An index records its format in its config. Format 3 lacks the section records of
 everything a record holds is already stored (the parents in the docstore, the vectors and the
 children's metadata in the vector store), so the upgrade reads them and writes the records,
 once, under the writer lock (:meth:`~langchain_gated_parent.index.GatedParentIndex.recover`,
-``gated-parent recover``, or any write). Format 5's records also hold their parent; a record
-of format 4 is read as it is (its parent from the docstore), so that upgrade only marks the
-index format 5 (the same writes), and the records its later writes make hold their parents. An
-earlier release reading such a record would take the parent's bytes for its vectors: the mark
-makes it refuse the index instead. Older formats stored other metadata keys and are refused:
-they have to be rebuilt.
+``gated-parent recover``, or any write). Format 5's records also hold their parent, and
+format 6 writes them in layout 2 (:func:`~.stores.sections.encode`). A record of format 4 or 5
+is read as it is (a format-4 record's parent from the docstore), so those upgrades only mark
+the index format 6 (the same writes), and the records its later writes make are of this
+format. An earlier release reading such a record would misread its bytes: the mark makes it
+refuse the index instead. Older formats stored other metadata keys and are refused: they have
+to be rebuilt.
 
-Within formats 4 and 5, parent vectors written before they carried their own ``parent_id`` lack
+Within formats 4 to 6, parent vectors written before they carried their own ``parent_id`` lack
 it; the same writes add it (``ChromaVectors.name_parents``), and until then a filter naming
 ``parent_id`` beside other keys, which only the vector store can answer, is refused rather
 than left to match nothing.
@@ -38,8 +39,9 @@ if TYPE_CHECKING:
     from langchain_gated_parent.stores.chroma import ChromaVectors
     from langchain_gated_parent.stores.sections import SectionStore
 
-FORMAT_VERSION = 5
-"""5: a section record holds its parent. 4: each parent has a section record
+FORMAT_VERSION = 6
+"""6: section records are written in layout 2 (:func:`~.stores.sections.encode`). 5: a section
+record holds its parent. 4: each parent has a section record
 (:mod:`~langchain_gated_parent.stores.sections`). 3: structural metadata keys carry the ``gp_``
 prefix (see :mod:`~langchain_gated_parent.keys`), and config and manifests live in a journal of
 their own, not in the docstore. 2: children are stored without their text (cut from the
@@ -47,7 +49,12 @@ parent's)."""
 UPGRADABLE = 3
 """The older format whose section records the upgrade writes before it can be queried."""
 PARENTLESS_RECORDS = 4
-"""The older format that is read as it is and only marked :data:`FORMAT_VERSION` by a write."""
+"""The older format whose records lack their parent (read from the docstore instead)."""
+LAYOUT_1_RECORDS = 5
+"""The older format whose records all have layout 1."""
+READ_AS_IS = (PARENTLESS_RECORDS, LAYOUT_1_RECORDS)
+"""The older formats that are read as they are and only marked :data:`FORMAT_VERSION` by a
+write."""
 UPGRADE_BATCH = 256
 """Parents read and recorded per step of the upgrade."""
 PARENT_IDS_ON_VECTORS = "parent_vectors_carry_parent_id"
@@ -58,7 +65,7 @@ names): set on a new index, and by the upgrade on one written before."""
 def check_format(config: Mapping[str, Any]) -> None:
     """Refuse an index whose format this version cannot read or upgrade, naming the fix."""
     version = int(config.get("format_version", 1))
-    if version not in (FORMAT_VERSION, PARENTLESS_RECORDS, UPGRADABLE):
+    if version not in (FORMAT_VERSION, *READ_AS_IS, UPGRADABLE):
         msg = (
             f"this index has format version {version}, this version of langchain-gated-parent "
             f"reads formats {UPGRADABLE} to {FORMAT_VERSION} (its metadata keys differ); "

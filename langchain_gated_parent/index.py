@@ -40,7 +40,7 @@ from langchain_gated_parent import keys
 from langchain_gated_parent.formats import (
     FORMAT_VERSION,
     PARENT_IDS_ON_VECTORS,
-    PARENTLESS_RECORDS,
+    READ_AS_IS,
     UPGRADABLE,
     add_section_records,
     check_format,
@@ -749,12 +749,12 @@ class GatedParentIndex:
                 FORMAT_VERSION,
                 added,
             )
-        elif self.config.get("format_version") == PARENTLESS_RECORDS:
+        elif self.config.get("format_version") in READ_AS_IS:
             self.config["format_version"] = FORMAT_VERSION
             self._put_config()
             logger.info(
-                "marked the index format %d: section records written from now on hold their "
-                "parent (those written before are read as they are)",
+                "marked the index format %d: section records written from now on have layout "
+                "2 and hold their parent (those written before are read as they are)",
                 FORMAT_VERSION,
             )
         if not self.config.get(PARENT_IDS_ON_VECTORS):

@@ -41,8 +41,9 @@ class Section:
     child_vectors: NDArray[np.float32]
     """One row per child, L2-normalized."""
     child_terms: list[str] | None = None
-    """Each child's BM25 terms, space-separated (:func:`~.lexical.child_terms`); ``None`` when
-    not read, or for a record kept before terms were (they are then counted from the text)."""
+    """Each child's BM25 terms (:func:`~.lexical.child_terms`) as :func:`~.lexical.searchable`
+    strings; ``None`` when not read, or for a record kept before terms were (they are then
+    counted from the text)."""
     parent: Document | None = None
     """The parent itself (its text and metadata, as the docstore holds it), so opening the
     section reads nothing else; ``None`` when not read, or for a record written before records

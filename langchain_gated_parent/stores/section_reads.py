@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from langchain_gated_parent import keys
-from langchain_gated_parent.lexical import searchable
 from langchain_gated_parent.prepare import document_metadata
 from langchain_gated_parent.records import ChildRows, Section
 from langchain_gated_parent.stores.read_cache import ReadCache
@@ -226,14 +225,13 @@ class SectionReads:
             if parent is None:
                 continue
             shared = document_metadata(parent.metadata)
-            terms = record.child_terms
             opened[pid] = ChildRows(
                 [str(own[keys.CHUNK_ID]) for own in record.children],
                 child_texts(parent, record.children),
                 [{**shared, **own} for own in record.children],
                 record.child_vectors,
                 {pid: parent},
-                None if terms is None else [searchable(t) for t in terms],
+                record.child_terms,
             )
         return opened
 

@@ -8,7 +8,10 @@ searches themselves. A section record holds, for one parent, its document, its h
 its own vector, and each child's id, own metadata and vector, packed into one value and read
 by key. A record also holds a copy of its parent (text and metadata), so opening a section
 for the first time is one read, not a second one of the docstore, whose parents would
-otherwise be read and revived as LangChain documents beside the records. The records live in
+otherwise be read and revived as LangChain documents beside the records. Its layout (2, see
+:func:`encode`) is read with few parses and objects, since a query's first reads of records
+are most of what it costs beyond the vector search; records of layout 1, written before,
+are read as they are. The records live in
 a key-value namespace next to the journal (in the docstore's
 database, in the index folder's SQLite file, or in memory), are written by the same journalled
 writes under the same writer lock, and are deleted with their parent.
@@ -27,7 +30,7 @@ import numpy as np
 from langchain_core.documents import Document
 
 from langchain_gated_parent import keys
-from langchain_gated_parent.lexical import TERMS_RULE, child_terms
+from langchain_gated_parent.lexical import TERMS_RULE, child_terms, searchable
 from langchain_gated_parent.records import Section
 from langchain_gated_parent.stores.keyvalue import fast_mget
 
@@ -40,69 +43,141 @@ if TYPE_CHECKING:
 __all__ = ["SectionStore", "child_texts", "decode", "encode", "parent_copy", "section_of"]
 
 _LENGTHS = struct.Struct("<II")
-"""A record starts with the byte lengths of its header and of its children's JSON."""
+"""A layout-1 record starts with the byte lengths of its JSON header and of its children's JSON."""
+LAYOUT = 2
+"""The record layout :func:`encode` writes (layout 1: a JSON header, each child's metadata as
+one JSON object, and terms to be made searchable on every read)."""
+_MARK = 0xFFFFFFFF
+"""A layout-2 record starts with this where a layout-1 record has its header's size (4 GiB)."""
+_MARKED = struct.pack("<I", _MARK)
+_FIELDS = struct.Struct("<12I")
+"""A layout-2 record's fixed fields: the mark, the layout, the vectors' dimension, the child
+count, the terms' rule, then the byte sizes of the parent id, the document id, the headings,
+the children's metadata, the parent's id and metadata, the parent's text and the terms."""
+_OWN_SIZE = 8
+"""Where the children's metadata size is among a layout-2 record's fixed fields."""
 VERIFY_BATCH = 256
 """Records read at a time when their parents' copies are checked."""
 
 
 def encode(section: Section) -> bytes:
-    """A record as bytes: header, children's JSON, parent, vectors and children's terms.
+    """A record as bytes (layout 2): fixed fields, header strings, vectors, then the rest.
 
-    The header (document, headings, child count, and the sizes of the parent's metadata JSON
-    and text) comes first and apart, so a read of many candidates can skip the rest (see
-    :func:`decode`). The children's terms come last, so a record kept before they were ends
-    where its vectors do.
+    What a read of many candidates needs (ids, headings, child count, the parent's vector)
+    comes first and is read without JSON, so a header read skips the rest (see :func:`decode`).
+    The children's metadata is stored by column, each value shared by all children once, and
+    their terms in the form BM25 searches (:func:`~.lexical.searchable`): opening a section
+    then builds few objects. The record must hold its parent and its children's terms (what
+    :func:`section_of` makes).
     """
-    children = json.dumps(section.children, ensure_ascii=False).encode()
-    described: dict[str, Any] = {
-        "parent_id": section.parent_id,
-        "doc_id": section.doc_id,
-        "headings": section.headings,
-        "child_count": section.child_count,
-        "dimension": int(section.vector.shape[0]),
-    }
-    parent = b""
-    if section.parent is not None:
-        own = {"id": section.parent.id, "metadata": section.parent.metadata}
-        meta = json.dumps(own, ensure_ascii=False).encode()
+    if section.parent is None or section.child_terms is None:
+        msg = f"section record {section.parent_id!r} lacks its parent or its children's terms"
+        raise ValueError(msg)
+    strings = [s.encode() for s in (section.parent_id, section.doc_id, section.headings)]
+    own = {"id": section.parent.id, "metadata": section.parent.metadata}
+    blobs = [
+        _dumps(_by_column(section.children)),
+        _dumps(own),
         # A lone surrogate (text extracted from a broken PDF) is kept as it was given.
-        text = section.parent.page_content.encode("utf-8", "surrogatepass")
-        parent = meta + text
-        described["parent"] = [len(meta), len(text)]
-    terms = b""
-    if section.child_terms is not None:
-        described["terms_rule"] = TERMS_RULE
-        terms = "\n".join(section.child_terms).encode()
-    header = json.dumps(described, ensure_ascii=False).encode()
-    vectors = np.vstack([section.vector[None, :], section.child_vectors]).astype("<f4")
-    return (
-        _LENGTHS.pack(len(header), len(children))
-        + header
-        + children
-        + parent
-        + vectors.tobytes()
-        + terms
+        section.parent.page_content.encode("utf-8", "surrogatepass"),
+        "\n".join(section.child_terms).encode(),
+    ]
+    dimension = int(section.vector.shape[0])
+    fields = _FIELDS.pack(
+        _MARK,
+        LAYOUT,
+        dimension,
+        section.child_count,
+        TERMS_RULE,
+        *map(len, strings),
+        *map(len, blobs),
     )
+    head = fields + b"".join(strings)
+    vectors = np.vstack([section.vector[None, :], section.child_vectors]).astype("<f4")
+    return b"".join([head, bytes(-len(head) % 4), vectors.tobytes(), *blobs])
 
 
 def decode(raw: bytes, *, children: bool = True, parent: bool = True) -> Section:
-    """The inverse of :func:`encode`.
+    """The inverse of :func:`encode`, for either layout.
 
     ``children=False`` leaves the children and the parent unread, ``parent=False`` the parent.
     """
+    if raw.startswith(_MARKED):
+        return _decode_2(raw, children=children, parent=parent)
+    return _decode_1(raw, children=children, parent=parent)
+
+
+def parent_copy(raw: bytes) -> Document | None:
+    """The parent a record holds, read alone (``None`` for a record written without it)."""
+    if raw.startswith(_MARKED):
+        fields = _FIELDS.unpack_from(raw)
+        return _parent_2(raw, fields, _children_at(fields) + fields[_OWN_SIZE])
+    header, _, at = _layout(raw)
+    return _parent(raw, header, at)
+
+
+def _decode_2(raw: bytes, *, children: bool, parent: bool) -> Section:
+    """A layout-2 record (see :func:`encode`)."""
+    fields = _FIELDS.unpack_from(raw)
+    _, _, dimension, count, rule, *sizes = fields
+    at = _FIELDS.size
+    strings = []
+    for size in sizes[:3]:
+        strings.append(raw[at : at + size].decode())
+        at += size
+    at += -at % 4
+    rows = 1 + count if children else 1
+    matrix = np.frombuffer(raw, dtype="<f4", count=rows * dimension, offset=at)
+    matrix = matrix.reshape(rows, dimension)
+    # Copied out of ``raw``: a view would keep the whole record alive as long as a read cache
+    # keeps the section.
+    vector, child_vectors = matrix[0].copy(), matrix[1:].copy()
+    pid, doc_id, headings = strings
+    if not children:
+        return Section(pid, doc_id, headings, count, vector, [], child_vectors)
+    at = _children_at(fields)
+    own_size, meta_size, text_size, terms_size = sizes[3:]
+    own = _loads(raw[at : at + own_size])
+    at += own_size
+    copy = _parent_2(raw, fields, at) if parent else None
+    at += meta_size + text_size
+    terms = None
+    if rule == TERMS_RULE:
+        terms = raw[at : at + terms_size].decode().split("\n") if count else []
+    return Section(
+        pid, doc_id, headings, count, vector, _by_row(own, count), child_vectors, terms, copy
+    )
+
+
+def _children_at(fields: tuple[int, ...]) -> int:
+    """Where a layout-2 record's children's metadata starts, after its vectors."""
+    _, _, dimension, count, _, *sizes = fields
+    head = _FIELDS.size + sum(sizes[:3])
+    return head + -head % 4 + 4 * (1 + count) * dimension
+
+
+def _parent_2(raw: bytes, fields: tuple[int, ...], at: int) -> Document:
+    """The parent's copy in a layout-2 ``raw``, whose bytes start ``at``."""
+    meta_size, text_size = fields[_OWN_SIZE + 1], fields[_OWN_SIZE + 2]
+    own = _loads(raw[at : at + meta_size])
+    text = raw[at + meta_size : at + meta_size + text_size].decode("utf-8", "surrogatepass")
+    return Document(id=own["id"], page_content=text, metadata=own["metadata"])
+
+
+def _decode_1(raw: bytes, *, children: bool, parent: bool) -> Section:
+    """A layout-1 record, as releases before layout 2 wrote them."""
     header, start, at = _layout(raw)
     dimension = header["dimension"]
     count = header["child_count"]
     meta_size, text_size = header.get("parent", (0, 0))
     offset = at + meta_size + text_size
     rows = 1 + count if children else 1
-    # Copied out of ``raw``: a view would keep the whole record alive as long as a read cache
-    # keeps the section.
     matrix = np.frombuffer(raw, dtype="<f4", count=rows * dimension, offset=offset)
     matrix = matrix.reshape(rows, dimension)
     terms = None
     if children and header.get("terms_rule") == TERMS_RULE:
-        terms = raw[offset + 4 * rows * dimension :].decode().split("\n") if count else []
+        listed = raw[offset + 4 * rows * dimension :].decode().split("\n") if count else []
+        terms = [searchable(t) for t in listed]
     return Section(
         parent_id=header["parent_id"],
         doc_id=header["doc_id"],
@@ -116,14 +191,8 @@ def decode(raw: bytes, *, children: bool = True, parent: bool = True) -> Section
     )
 
 
-def parent_copy(raw: bytes) -> Document | None:
-    """The parent a record holds, read alone (``None`` for a record written without it)."""
-    header, _, at = _layout(raw)
-    return _parent(raw, header, at)
-
-
 def _layout(raw: bytes) -> tuple[dict[str, Any], int, int]:
-    """A record's header, where its children's JSON starts and where that JSON ends.
+    """A layout-1 record's header, where its children's JSON starts and where that JSON ends.
 
     The parent's copy, if the record holds one, starts where the children's JSON ends.
     """
@@ -133,13 +202,55 @@ def _layout(raw: bytes) -> tuple[dict[str, Any], int, int]:
 
 
 def _parent(raw: bytes, header: dict[str, Any], at: int) -> Document | None:
-    """The parent's copy in ``raw``, whose bytes start ``at``, as ``header`` sizes them."""
+    """The parent's copy in a layout-1 ``raw``, whose bytes start ``at``, as ``header`` sizes."""
     if "parent" not in header:
         return None
     meta_size, text_size = header["parent"]
     own = json.loads(raw[at : at + meta_size])
     text = raw[at + meta_size : at + meta_size + text_size].decode("utf-8", "surrogatepass")
     return Document(id=own["id"], page_content=text, metadata=own["metadata"])
+
+
+def _by_column(children: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The children's own metadata as columns: each value all children share is stored once.
+
+    Children whose keys differ (in name or order) are stored as given (``rows``). A value is
+    shared only if every child has it of the same type: ``1``, ``1.0`` and ``True`` stay apart.
+    """
+    order = list(children[0]) if children else []
+    if any(list(own) != order for own in children):
+        return {"rows": list(children)}
+    same: dict[str, Any] = {}
+    columns: dict[str, list[Any]] = {}
+    for key in order:
+        values = [own[key] for own in children]
+        first = values[0]
+        if all(type(v) is type(first) and v == first for v in values):
+            same[key] = first
+        else:
+            columns[key] = values
+    return {"keys": order, "same": same, "columns": columns}
+
+
+def _by_row(stored: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    """The inverse of :func:`_by_column`: each child's own metadata, in its keys' order."""
+    if "rows" in stored:
+        rows: list[dict[str, Any]] = stored["rows"]
+        return rows
+    order, same, columns = stored["keys"], stored["same"], stored["columns"]
+    if not order:
+        return [{} for _ in range(count)]
+    values = [columns[k] if k in columns else [same[k]] * count for k in order]
+    return [dict(zip(order, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+def _loads(raw: bytes) -> Any:
+    """JSON from bytes :func:`_dumps` wrote (strict UTF-8: ``json.loads`` guesses the codec)."""
+    return json.loads(raw.decode())
 
 
 def child_texts(parent: Document, children: Sequence[dict[str, Any]]) -> list[str]:
@@ -170,7 +281,7 @@ def section_of(
             len(children), len(vector)
         ),
         child_terms=[
-            " ".join(child_terms(own, text))
+            searchable(" ".join(child_terms(own, text)))
             for own, text in zip(children, child_texts(parent, children), strict=True)
         ],
         parent=parent,

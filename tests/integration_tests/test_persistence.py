@@ -24,6 +24,7 @@ from langchain_gated_parent.splitters import ParentChildSplit, split_document
 from langchain_gated_parent.stores.section_reads import EXACT_DOCUMENTS
 from tests.integration_tests.crash_worker import ROOT
 from tests.integration_tests.stores import StoreSpec, fake_embeddings
+from tests.layout_1 import encode_layout_1
 
 from .conftest import GAPDH, RIVAL, corpus
 
@@ -286,7 +287,8 @@ def test_a_child_whose_section_vanished_is_dropped(
         index.section_store.delete([second])
     else:
         records = index.section_store.get([first, second]).values()
-        index.section_store.put([replace(r, parent=None) for r in records])
+        older = [(r.parent_id, encode_layout_1(replace(r, parent=None))) for r in records]
+        index.section_store._store.mset(older)
         index.docstore.mdelete([second])
     rows = index.children_of([first, second])
     assert (rows.ids, len(rows.texts), rows.vectors.shape) == (mine, len(mine), (len(mine), 384))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from langchain_gated_parent.stores.sections import (
     parent_copy,
     section_of,
 )
+from tests.layout_1 import encode_layout_1
 
 DIMENSION = 4
 OFFSET = 100
@@ -78,12 +80,14 @@ def test_a_record_decodes_to_what_was_encoded(children: int) -> None:
 def test_a_record_keeps_each_childs_terms_from_its_heading_path_and_text() -> None:
     record = section_of(parent(), unit_rows(1, 0)[0], [child(0), child(2)], unit_rows(2, 1))
     back = decode(encode(record))
-    assert back.child_terms == ["m thode animal cell grow", "m thode animal rat"]
-    assert back.child_terms == [" ".join(child_terms(child(n), PARAGRAPHS[n])) for n in (0, 2)]
+    assert back.child_terms == [" m  thode  animal  cell  grow ", " m  thode  animal  rat "]
+    assert back.child_terms == [
+        searchable(" ".join(child_terms(child(n), PARAGRAPHS[n]))) for n in (0, 2)
+    ]
 
 
 def unpacked(record: bytes) -> tuple[dict[str, Any], int, bytes]:
-    """A record's JSON header, its children's JSON size, and all that follows the header."""
+    """A layout-1 record's JSON header, its children's JSON size, and all that follows it."""
     header_size, children_size = struct.unpack_from("<II", record)
     return json.loads(record[8 : 8 + header_size]), children_size, record[8 + header_size :]
 
@@ -111,22 +115,84 @@ def older_layout(record: bytes) -> bytes:
 
 def test_a_record_kept_before_terms_were_is_read_and_its_children_listed_from_their_text() -> None:
     record = section_of(parent(), unit_rows(1, 0)[0], [child(0), child(1)], unit_rows(2, 1))
-    back = decode(older_layout(encode(record)))
+    back = decode(older_layout(encode_layout_1(record)))
     assert back.child_terms is None
     assert back.children == record.children
     assert np.array_equal(back.child_vectors, record.child_vectors)
     rows = ChildRows(
         ["C-doc:s1-0", "C-doc:s1-1"], list(PARAGRAPHS[:2]), back.children, back.child_vectors
     )
-    assert record.child_terms is not None
-    assert rows.bm25_terms == [searchable(t) for t in record.child_terms]
+    assert rows.bm25_terms == record.child_terms
 
 
 def test_terms_kept_under_other_rules_are_not_read() -> None:
-    record = encode(section_of(parent(), unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1)))
-    header, children_size, rest = unpacked(record)
+    section = section_of(parent(), unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1))
+    header, children_size, rest = unpacked(encode_layout_1(section))
     header["terms_rule"] += 1
     assert decode(packed(header, children_size, rest)).child_terms is None
+    fields = list(struct.unpack_from("<12I", encode(section)))
+    assert fields[:2] == [0xFFFFFFFF, 2]  # layout 2's mark, then its number
+    fields[4] += 1  # the terms' rule
+    assert decode(struct.pack("<12I", *fields) + encode(section)[48:]).child_terms is None
+
+
+@pytest.mark.parametrize("children", [0, 1, 3])
+def test_a_record_of_layout_1_reads_as_its_layout_2_twin(children: int) -> None:
+    """What format 5 and earlier wrote reads as what this release writes, in every kind of read."""
+    record = section_of(
+        parent(), unit_rows(1, 0)[0], [child(n) for n in range(children)], unit_rows(children, 1)
+    )
+    old, new = encode_layout_1(record), encode(record)
+    assert not old.startswith(new[:4])
+    for kind in ({}, {"children": False}, {"parent": False}):
+        a, b = decode(old, **kind), decode(new, **kind)
+        assert (a.parent_id, a.doc_id, a.headings, a.child_count, a.children, a.parent) == (
+            b.parent_id,
+            b.doc_id,
+            b.headings,
+            b.child_count,
+            b.children,
+            b.parent,
+        )
+        assert a.child_terms == b.child_terms
+        assert np.array_equal(a.vector, b.vector)
+        assert np.array_equal(a.child_vectors, b.child_vectors)
+    assert parent_copy(old) == parent_copy(new) == record.parent
+
+
+def test_childrens_metadata_stored_by_column_comes_back_as_given() -> None:
+    """A value is shared by all children only if each has it, of the same type, in one order."""
+    same = [child(0), child(1), child(2)]
+    typed = [{**child(0), "x": 1}, {**child(1), "x": True}, {**child(2), "x": 1.0}]
+    reordered = [child(0), dict(reversed(child(1).items()))]
+    missing = [child(0), {k: v for k, v in child(1).items() if k != keys.SECTION_PATH}]
+    for given in (same, typed, reordered, missing):
+        record = section_of(parent(), unit_rows(1, 0)[0], given, unit_rows(len(given), 1))
+        back = decode(encode(record)).children
+        assert back == given
+        assert [list(own.items()) for own in back] == [list(own.items()) for own in given]
+        assert [[type(v) for v in own.values()] for own in back] == [
+            [type(v) for v in own.values()] for own in given
+        ]
+
+
+def test_a_header_read_reads_nothing_after_the_parents_vector() -> None:
+    """Candidates' headers are read without the JSON that follows the vectors."""
+    record = section_of(parent(), unit_rows(1, 0)[0], [child(1), child(2)], unit_rows(2, 1))
+    raw = encode(record)
+    vectors_end = raw.index(record.child_vectors.astype("<f4").tobytes()) + 2 * 4 * DIMENSION
+    light = decode(raw[:vectors_end] + b"not json" * 40, children=False)
+    assert (light.parent_id, light.doc_id, light.headings) == ("P-doc:s1", "doc", "Methods Cells")
+    assert np.array_equal(light.vector, record.vector)
+    with pytest.raises(UnicodeDecodeError):
+        decode(raw[:vectors_end] + b"\xff" * 40)
+
+
+def test_a_record_without_its_parent_or_terms_is_not_written() -> None:
+    record = section_of(parent(), unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1))
+    for lacking in ({"parent": None}, {"child_terms": None}):
+        with pytest.raises(ValueError, match=r"'P-doc:s1' lacks its parent or its children"):
+            encode(replace(record, **lacking))
 
 
 def test_a_header_read_skips_the_children_but_keeps_their_count() -> None:
@@ -161,9 +227,9 @@ def test_a_record_holds_its_parent_as_given(text: str) -> None:
 
 def test_a_record_written_before_records_held_their_parent_is_read_without_it() -> None:
     record = section_of(parent(), unit_rows(1, 0)[0], [child(0), child(1)], unit_rows(2, 1))
-    back = decode(without_parent(encode(record)))
+    back = decode(without_parent(encode_layout_1(record)))
     assert back.parent is None
-    assert parent_copy(without_parent(encode(record))) is None
+    assert parent_copy(without_parent(encode_layout_1(record))) is None
     assert back.children == record.children
     assert back.child_terms == record.child_terms
     assert np.array_equal(back.child_vectors, record.child_vectors)
@@ -199,8 +265,7 @@ def test_a_kept_section_holds_its_own_vectors() -> None:
     assert opened["P-a"].vectors.base is None
     assert opened["P-a"].texts == [PARAGRAPHS[0], PARAGRAPHS[2]]
     assert np.array_equal(opened["P-a"].vectors, first.child_vectors)
-    assert first.child_terms is not None
-    assert opened["P-a"].bm25_terms == [searchable(t) for t in first.child_terms]
+    assert opened["P-a"].bm25_terms == first.child_terms
 
 
 def test_an_opened_section_reads_the_docstore_only_for_records_without_their_parent() -> None:
@@ -215,7 +280,7 @@ def test_an_opened_section_reads_the_docstore_only_for_records_without_their_par
         for n, p in enumerate(["P-a", "P-b"])
     }
     store.put(list(sections.values()))
-    raw.mset([("P-b", without_parent(encode(sections["P-b"])))])  # as an older release wrote
+    raw.mset([("P-b", without_parent(encode_layout_1(sections["P-b"])))])  # as format 4 wrote
     asked: list[list[str]] = []
 
     def read_parents(ids: list[str]) -> list[Document | None]:
