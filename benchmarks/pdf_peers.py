@@ -110,10 +110,9 @@ class GatedPdf(_PdfPeer):
         documents = self.documents(papers)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", StructureWarning)  # expected of gated-pages
-            self._index.add_documents(documents)
+            report = self._index.add_documents(documents)
         self._retriever = self._index.as_retriever(**variant.retriever)
-        stats = self._index.stats()
-        return int(stats["children"]) + int(stats["parents"])
+        return int(report.children + report.parents)  # what the build wrote (GatedPeer.build)
 
     def search(self, question: str, paper_id: str | None) -> SearchResult:
         kwargs = {"filter": {DOC_ID: paper_id}} if paper_id is not None else {}

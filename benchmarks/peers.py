@@ -643,7 +643,7 @@ class GatedPeer(Peer):
         self._index = GatedParentIndex(
             embeddings, directory=directory / "gated", **self.variant.build, **self._reads()
         )
-        self._index.add_documents(
+        report = self._index.add_documents(
             [
                 Document(
                     page_content=paper.markdown,
@@ -657,8 +657,9 @@ class GatedPeer(Peer):
             ]
         )
         self._retriever = self._index.as_retriever(**self.variant.retriever)
-        stats = self._index.stats()
-        return int(stats["children"]) + int(stats["parents"])
+        # What this build wrote, as flat-para counts its own (``stats()`` reads every store
+        # and the folder's size, which is no part of a build).
+        return int(report.children + report.parents)
 
     def view(self, built: GatedPeer) -> None:
         """Search ``built``'s index (the same build settings) through a view of its own.
