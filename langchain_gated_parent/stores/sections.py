@@ -111,7 +111,8 @@ def parent_copy(raw: bytes) -> Document | None:
     """The parent a record holds, read alone (``None`` for a record written without it)."""
     if raw.startswith(_MARKED):
         fields = _FIELDS.unpack_from(raw)
-        return _parent_2(raw, fields, _children_at(fields) + fields[_OWN_SIZE])
+        meta_size, text_size = fields[_OWN_SIZE + 1 : _OWN_SIZE + 3]
+        return _parent_at(raw, _children_at(fields) + fields[_OWN_SIZE], meta_size, text_size)
     header, _, at = _layout(raw)
     return _parent(raw, header, at)
 
@@ -125,9 +126,8 @@ def _decode_2(raw: bytes, *, children: bool, parent: bool) -> Section:
     for size in sizes[:3]:
         strings.append(raw[at : at + size].decode())
         at += size
-    at += -at % 4
     rows = 1 + count if children else 1
-    matrix = np.frombuffer(raw, dtype="<f4", count=rows * dimension, offset=at)
+    matrix = np.frombuffer(raw, dtype="<f4", count=rows * dimension, offset=_vectors_at(fields))
     matrix = matrix.reshape(rows, dimension)
     # Copied out of ``raw``: a view would keep the whole record alive as long as a read cache
     # keeps the section.
@@ -137,9 +137,9 @@ def _decode_2(raw: bytes, *, children: bool, parent: bool) -> Section:
         return Section(pid, doc_id, headings, count, vector, [], child_vectors)
     at = _children_at(fields)
     own_size, meta_size, text_size, terms_size = sizes[3:]
-    own = _loads(raw[at : at + own_size])
+    own = json.loads(raw[at : at + own_size])
     at += own_size
-    copy = _parent_2(raw, fields, at) if parent else None
+    copy = _parent_at(raw, at, meta_size, text_size) if parent else None
     at += meta_size + text_size
     terms = None
     if rule == TERMS_RULE:
@@ -149,19 +149,16 @@ def _decode_2(raw: bytes, *, children: bool, parent: bool) -> Section:
     )
 
 
+def _vectors_at(fields: tuple[int, ...]) -> int:
+    """Where a layout-2 record's vectors start: after its strings, at a multiple of 4."""
+    head = _FIELDS.size + sum(fields[_OWN_SIZE - 3 : _OWN_SIZE])  # the three strings
+    return head + -head % 4
+
+
 def _children_at(fields: tuple[int, ...]) -> int:
     """Where a layout-2 record's children's metadata starts, after its vectors."""
-    _, _, dimension, count, _, *sizes = fields
-    head = _FIELDS.size + sum(sizes[:3])
-    return head + -head % 4 + 4 * (1 + count) * dimension
-
-
-def _parent_2(raw: bytes, fields: tuple[int, ...], at: int) -> Document:
-    """The parent's copy in a layout-2 ``raw``, whose bytes start ``at``."""
-    meta_size, text_size = fields[_OWN_SIZE + 1], fields[_OWN_SIZE + 2]
-    own = _loads(raw[at : at + meta_size])
-    text = raw[at + meta_size : at + meta_size + text_size].decode("utf-8", "surrogatepass")
-    return Document(id=own["id"], page_content=text, metadata=own["metadata"])
+    dimension, count = fields[2], fields[3]
+    return _vectors_at(fields) + 4 * (1 + count) * dimension
 
 
 def _decode_1(raw: bytes, *, children: bool, parent: bool) -> Section:
@@ -205,7 +202,11 @@ def _parent(raw: bytes, header: dict[str, Any], at: int) -> Document | None:
     """The parent's copy in a layout-1 ``raw``, whose bytes start ``at``, as ``header`` sizes."""
     if "parent" not in header:
         return None
-    meta_size, text_size = header["parent"]
+    return _parent_at(raw, at, *header["parent"])
+
+
+def _parent_at(raw: bytes, at: int, meta_size: int, text_size: int) -> Document:
+    """The parent's copy in ``raw`` (either layout): its id and metadata, then its text."""
     own = json.loads(raw[at : at + meta_size])
     text = raw[at + meta_size : at + meta_size + text_size].decode("utf-8", "surrogatepass")
     return Document(id=own["id"], page_content=text, metadata=own["metadata"])
@@ -246,11 +247,6 @@ def _by_row(stored: dict[str, Any], count: int) -> list[dict[str, Any]]:
 
 def _dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode()
-
-
-def _loads(raw: bytes) -> Any:
-    """JSON from bytes :func:`_dumps` wrote (strict UTF-8: ``json.loads`` guesses the codec)."""
-    return json.loads(raw.decode())
 
 
 def child_texts(parent: Document, children: Sequence[dict[str, Any]]) -> list[str]:
