@@ -51,6 +51,28 @@ def test_results_are_deterministic(index: GatedParentIndex) -> None:
     ]
 
 
+def test_a_results_own_keys_can_change_without_changing_a_later_result(
+    index: GatedParentIndex,
+) -> None:
+    # Each result's metadata is a dict of its own; its lists are the read cache's (README,
+    # "How the gate and the fusion work").
+    retriever = index.as_retriever(k=6)
+    query = "how long before extraction"
+
+    def results() -> list[Document]:
+        explanation = retriever.explain(query)
+        parents = retriever.invoke(query, return_parents=True)
+        return [*explanation.documents, *explanation.considered, *explanation.parents, *parents]
+
+    first = results()
+    expected = [dict(d.metadata) for d in first]
+    for doc in first:
+        doc.metadata.pop(keys.PARENT_ID)
+        doc.metadata[keys.SCORE] = -1.0
+        doc.metadata["added by a caller"] = True
+    assert [d.metadata for d in results()] == expected
+
+
 def test_the_gate_keeps_closed_parents_closed(index: GatedParentIndex) -> None:
     retriever = index.as_retriever(k=50, parent_top_k=1, fill=False)
     explanation = retriever.explain("siRNA knockdown of GAPDH")
