@@ -12,8 +12,9 @@ a load spike can land on one build and not the other. Here both are built in tur
 Chroma's insert threads (``RAYON_NUM_THREADS``) are fixed the first time a process inserts,
 so builds sharing one process would all get the thread count of whichever inserted first.
 Each process first builds one paper, untimed, so the time is the build's alone: not the
-process's start, nor what it loads once (gated's modules bring LangChain's retriever and tracing
-modules, 0.9-1.0 s on a slow machine, which flat-para's raw Chroma client never imports).
+process's start, nor what it loads once (modules, the token encoding, a first Chroma client;
+gated's modules alone bring LangChain's retriever and tracing modules, 0.9-1.0 s on a slow
+machine, which flat-para's raw Chroma client never imports).
 Prints each retriever's median build time, the ratio to flat-para's, and the median of the two
 builds' ratio within each round (a round's two builds run minutes apart, not hours: the paired
 figure moves less with the machine's load).
