@@ -16,7 +16,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import functools
 import tempfile
 import time
@@ -24,9 +23,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks.corpus_index import corpus_parser
 from benchmarks.embedding_cache import CachedEmbeddings
 from benchmarks.peers import PEERS
-from benchmarks.qasper import DEFAULT_CACHE_DIR, load_corpus
+from benchmarks.qasper import load_corpus
 
 
 def _steps() -> list[tuple[Any, str, str]]:
@@ -69,14 +69,11 @@ def _timed(steps: list[tuple[Any, str, str]], totals: defaultdict[str, float]) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", action="append", required=True, help="QASPER jsonl (repeatable)")
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
-    args = parser.parse_args()
+    args = corpus_parser(__doc__.splitlines()[0]).parse_args()
 
     from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
 
-    papers = load_corpus(args.data, None)
+    papers = load_corpus(args.data, args.limit_papers)
     embeddings = CachedEmbeddings(
         MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite", progress=False
     )

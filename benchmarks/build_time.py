@@ -31,9 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.corpus_index import corpus_parser
 from benchmarks.embedding_cache import CachedEmbeddings
 from benchmarks.peers import PEERS
-from benchmarks.qasper import DEFAULT_CACHE_DIR, load_corpus
+from benchmarks.qasper import load_corpus
 
 RETRIEVERS = ("flat-para", "gated")
 
@@ -42,7 +43,7 @@ def _build(args: argparse.Namespace, name: str, directory: Path) -> None:
     """Build ``name`` once in this process and print its build time in seconds, as JSON."""
     from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
 
-    papers = load_corpus(args.data, None)
+    papers = load_corpus(args.data, args.limit_papers)
     embeddings = CachedEmbeddings(
         MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite", progress=False
     )
@@ -61,6 +62,8 @@ def _build(args: argparse.Namespace, name: str, directory: Path) -> None:
 
 def _build_in_process(args: argparse.Namespace, name: str, directory: Path) -> float:
     data = [option for path in args.data for option in ("--data", path)]
+    if args.limit_papers is not None:
+        data += ["--limit-papers", str(args.limit_papers)]
     command = [sys.executable, "-m", "benchmarks.build_time", *data, "--cache-dir"]
     command += [str(args.cache_dir), "--build", name, "--directory", str(directory)]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
@@ -68,10 +71,8 @@ def _build_in_process(args: argparse.Namespace, name: str, directory: Path) -> f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", action="append", required=True, help="QASPER jsonl (repeatable)")
+    parser = corpus_parser(__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR)
     parser.add_argument("--build", choices=RETRIEVERS, help=argparse.SUPPRESS)
     parser.add_argument("--directory", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -81,7 +82,7 @@ def main() -> None:
 
     from langchain_gated_parent.embeddings import MiniLMEmbeddings  # noqa: PLC0415
 
-    papers = load_corpus(args.data, None)
+    papers = load_corpus(args.data, args.limit_papers)
     embeddings = CachedEmbeddings(
         MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite", progress=False
     )

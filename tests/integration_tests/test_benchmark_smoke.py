@@ -227,3 +227,41 @@ def test_query_steps_times_each_read_on_the_first_pass_and_asked_again(cache_dir
         assert re.fullmatch(
             r"\w+ +mean +[\d.]+ ms first, +[\d.]+ asked again \(p50 +[\d.]+, +[\d.]+\)", line
         ), line
+
+
+def test_build_time_prints_each_build_and_their_ratio(cache_dir: Path) -> None:
+    """``benchmarks.build_time``: both builds each round, each in a process of its own."""
+    lines = _printed("build_time", cache_dir, "--rounds", "2")
+    assert lines[0] == f"{N_PAPERS} papers, 2 rounds, alternating, embedding cache warm"
+    ratios = {}
+    for line, name in zip(lines[1:3], ("flat-para", "gated"), strict=True):
+        found = re.fullmatch(
+            rf"{name} +build +[\d.]+ s  / flat-para ([\d.]+)x  \(rounds: [\d.]+ [\d.]+\)", line
+        )
+        assert found is not None, line
+        ratios[name] = found.group(1)
+    assert ratios["flat-para"] == "1.00"
+    assert re.fullmatch(
+        r"gated / flat-para, round by round: median [\d.]+x \([\d.]+ [\d.]+\)", lines[3]
+    )
+
+
+def test_build_steps_prints_gated_steps_inside_its_build(cache_dir: Path) -> None:
+    """``benchmarks.build_steps``: each step's total, none longer than the step that holds it."""
+    lines = _printed("build_steps", cache_dir)
+    assert (
+        lines[0] == f"{N_PAPERS} papers, one process, embedding cache warm, one paper built first"
+    )
+    seconds = {
+        line.rsplit(None, 2)[0].strip(): float(line.rsplit(None, 2)[1]) for line in lines[1:]
+    }
+    assert {"flat-para build", "gated build", "write (every store below)"} <= set(seconds)
+    steps = [name for name in seconds if not name.endswith(" build")]
+    assert len(steps) == 11
+    # Printed to 0.01 s, so a step of a three-paper build may show 0.00; the write never does.
+    assert seconds["write (every store below)"] > 0
+    assert all(0 <= seconds[name] <= seconds["gated build"] for name in steps)
+    stores = [
+        name for name in steps if name.startswith(("section records, stored", "sparse", "Chroma"))
+    ]
+    assert all(seconds[name] <= seconds["write (every store below)"] for name in stores)
