@@ -23,6 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from benchmarks.build_time import warm_up
 from benchmarks.corpus_index import corpus_parser
 from benchmarks.embedding_cache import CachedEmbeddings
 from benchmarks.peers import PEERS
@@ -80,9 +81,7 @@ def main() -> None:
     builds = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("flat-para", "gated"):
-            warm_up = PEERS[name]()
-            warm_up.build(papers[:1], Path(tmp) / f"{name}-warm-up", embeddings)
-            warm_up.close()
+            warm_up(name, papers, Path(tmp) / f"{name}-warm-up", embeddings)
         steps = _steps()
         totals: defaultdict[str, float] = defaultdict(float)
         _timed(steps, totals)

@@ -30,13 +30,32 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchmarks.corpus_index import corpus_parser
 from benchmarks.embedding_cache import CachedEmbeddings
 from benchmarks.peers import PEERS
 from benchmarks.qasper import load_corpus
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_core.embeddings import Embeddings
+
+    from benchmarks.qasper_data import Paper
+
 RETRIEVERS = ("flat-para", "gated")
+
+
+def warm_up(name: str, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> None:
+    """Build ``name`` over the first paper, untimed, before a build that is timed.
+
+    What a process loads once (modules, the token encoding, Chroma's client and threads) is no
+    part of a build, and the two peers load different amounts of it.
+    """
+    peer = PEERS[name]()
+    peer.build(papers[:1], directory, embeddings)
+    peer.close()
 
 
 def _build(args: argparse.Namespace, name: str, directory: Path) -> None:
@@ -47,11 +66,7 @@ def _build(args: argparse.Namespace, name: str, directory: Path) -> None:
     embeddings = CachedEmbeddings(
         MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite", progress=False
     )
-    # One paper first, untimed: what the process loads once (modules, Chroma's client and
-    # threads) is no part of a build, and the two peers load different amounts of it.
-    warm_up = PEERS[name]()
-    warm_up.build(papers[:1], directory.with_name(f"{directory.name}-warm-up"), embeddings)
-    warm_up.close()
+    warm_up(name, papers, directory.with_name(f"{directory.name}-warm-up"), embeddings)
     peer = PEERS[name]()
     started = time.perf_counter()
     peer.build(papers, directory, embeddings)
