@@ -94,9 +94,7 @@ def get_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     Raises:
         ValueError: If ``name`` is not one of :data:`ENCODINGS`.
     """
-    if name not in ENCODINGS:
-        msg = f"unknown encoding {name!r}; choose one of {', '.join(ENCODINGS)}"
-        raise ValueError(msg)
+    _check_name(name)
     constructor = openai_public.ENCODING_CONSTRUCTORS[name]
     with _CONSTRUCTOR_LOCK:
         downloader = openai_public.load_tiktoken_bpe
@@ -114,7 +112,8 @@ def token_counter(encoding_name: str = "cl100k_base") -> Callable[[str], int]:
 
     Special-token strings such as ``<|endoftext|>`` are counted as ordinary text rather than
     raising, since documents may legitimately contain them. Cached per name, so splitters built
-    with the same encoding share one counter.
+    with the same encoding share one counter. The encoding loads at the first count (about
+    0.4 s), not here: a process that opens an index only to query it never splits a text.
 
     Args:
         encoding_name: One of :data:`ENCODINGS`.
@@ -125,9 +124,19 @@ def token_counter(encoding_name: str = "cl100k_base") -> Callable[[str], int]:
     Raises:
         ValueError: If ``encoding_name`` is not one of :data:`ENCODINGS`.
     """
-    encode = get_encoding(encoding_name).encode_ordinary
+    _check_name(encoding_name)
+    encode: Callable[[str], list[int]] | None = None
 
     def count_tokens(text: str) -> int:
+        nonlocal encode
+        if encode is None:
+            encode = get_encoding(encoding_name).encode_ordinary
         return len(encode(text))
 
     return count_tokens
+
+
+def _check_name(name: str) -> None:
+    if name not in ENCODINGS:
+        msg = f"unknown encoding {name!r}; choose one of {', '.join(ENCODINGS)}"
+        raise ValueError(msg)

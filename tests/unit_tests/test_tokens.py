@@ -69,3 +69,22 @@ def test_hash_mismatch_rejected() -> None:
 
 def test_special_token_text_counts_as_text() -> None:
     assert token_counter()("<|endoftext|>") > 1
+
+
+def test_a_counter_loads_its_encoding_at_its_first_count() -> None:
+    """Opening an index builds its splitters; only a write, which counts, needs the ranks."""
+    get_encoding.cache_clear()
+    token_counter.cache_clear()
+    try:
+        count = token_counter("o200k_base")
+        assert get_encoding.cache_info().currsize == 0
+        assert count("hello world") == 2
+        assert get_encoding.cache_info().currsize == 1
+    finally:
+        get_encoding.cache_clear()
+        token_counter.cache_clear()
+
+
+def test_a_counter_of_an_unknown_encoding_is_refused_at_once() -> None:
+    with pytest.raises(ValueError, match=r"unknown encoding 'p50k'; choose one of cl100k_base"):
+        token_counter("p50k")
