@@ -1,16 +1,18 @@
 """How often a fresh process cannot find a stored vector, by how many threads build Chroma's graph.
 
-A local Chroma (1.5) keeps a collection of fewer than 1,000 records in its log only, and each
-process that opens it rebuilds the HNSW graph from that log, inserting records on rayon's
-threads (as many as cores, unless ``RAYON_NUM_THREADS`` says otherwise). With near-identical
-vectors, a rebuilt graph sometimes leaves a stored vector that no query returns in that
-process. The package scores an index of at most eight documents exactly, from its section
-records, so this concerns larger ones (see ``docs/scaling-out.md``).
+A local Chroma (1.5) at its default settings keeps the last writes' records, up to 999, in its
+log only, and each process that opens the collection inserts them into its own HNSW graph, on
+rayon's threads (as many as cores, unless ``RAYON_NUM_THREADS`` says otherwise). With
+near-identical vectors, a graph built that way sometimes leaves a stored vector that no query
+returns in that process. The package's collections save their graph after every write
+(``langchain_gated_parent.stores.chroma.SYNC_THRESHOLD``), so a fresh process loads the graph
+the writer saved; the package also scores an index of at most eight documents exactly, from
+its section records (see ``docs/scaling-out.md``).
 
 This builds one small folder index the way the CLI writers-and-readers test leaves one:
 paragraphs that differ by a digit, indexed, re-indexed with new text and new metadata, and
 deleted; then ``--documents`` such files re-indexed at a new revision and every fifth deleted
-(192 vectors at the default 40, below Chroma's 1,000-record sync threshold). For each
+(192 vectors at the default 40, fewer than Chroma's default 1,000 between saves). For each
 setting, a fresh copy of the folder is opened in each of ``--processes`` new processes, which
 queries every stored parent and child vector with itself (``n_results``: all of them) and
 counts those its own query does not return. Settings: Chroma's default threads, and

@@ -624,6 +624,18 @@ GATED_VARIANTS: dict[str, GatedVariant] = {
 """Gated variants by name; add one with a line here."""
 
 
+def gated_document(paper: Paper) -> Document:
+    """A paper as gated indexes it: its Markdown, its id and title."""
+    from langchain_core.documents import Document
+
+    from langchain_gated_parent import keys
+
+    return Document(
+        page_content=paper.markdown,
+        metadata={DOC_ID: paper.paper_id, keys.FORMAT: "markdown", "title": paper.title},
+    )
+
+
 @dataclass
 class GatedPeer(Peer):
     """This package's ``GatedParentIndex`` with one :class:`GatedVariant`."""
@@ -635,27 +647,12 @@ class GatedPeer(Peer):
     _retriever: Any = field(default=None, init=False, repr=False)
 
     def build(self, papers: Sequence[Paper], directory: Path, embeddings: Embeddings) -> int:
-        from langchain_core.documents import Document
-
-        from langchain_gated_parent import keys
         from langchain_gated_parent.index import GatedParentIndex
 
         self._index = GatedParentIndex(
             embeddings, directory=directory / "gated", **self.variant.build, **self._reads()
         )
-        report = self._index.add_documents(
-            [
-                Document(
-                    page_content=paper.markdown,
-                    metadata={
-                        DOC_ID: paper.paper_id,
-                        keys.FORMAT: "markdown",
-                        "title": paper.title,
-                    },
-                )
-                for paper in papers
-            ]
-        )
+        report = self._index.add_documents([gated_document(paper) for paper in papers])
         self._retriever = self._index.as_retriever(**self.variant.retriever)
         # What this build wrote, as flat-para counts its own (``stats()`` reads every store
         # and the folder's size, which is no part of a build).

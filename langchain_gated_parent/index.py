@@ -757,6 +757,8 @@ class GatedParentIndex:
                 "2 and hold their parent (those written before are read as they are)",
                 FORMAT_VERSION,
             )
+        if self.vectors.save_every_write():
+            logger.info("the vector collections now save their HNSW graph after every write")
         if not self.config.get(PARENT_IDS_ON_VECTORS):
             named = self.vectors.name_parents() if self._has_vectors() else 0
             self.config[PARENT_IDS_ON_VECTORS] = True

@@ -100,6 +100,15 @@ def read_racing(read: Callable[[], _T]) -> _T:
 
 SPACE = "cosine"
 """The distance both collections use: scores are cosine similarities (see ``scoring``)."""
+SYNC_THRESHOLD = 1
+"""Vectors a collection takes before Chroma saves its HNSW graph again: 1, after every write.
+
+At Chroma's default (1000) the last writes' vectors wait in Chroma's log, and every process
+that opens the index inserts them into its own copy of the graph, which comes out differently
+each time: two processes (a server's workers, or one process before and after a restart) then
+give different answers to the same question on the same index, and each pays for the inserts
+when it opens. A configuration given with the client that names its own ``sync_threshold``
+is kept (``benchmarks.same_answers`` measures both)."""
 
 
 @dataclass(frozen=True)
@@ -212,7 +221,12 @@ class ChromaVectors:
         self.folder = folder
         self.in_process = self.client.get_settings().chroma_api_impl in IN_PROCESS_APIS
         configuration = dict(source.configuration or {})
-        hnsw = {**dict(configuration.get("hnsw") or {}), "space": SPACE}
+        hnsw = {
+            "sync_threshold": SYNC_THRESHOLD,
+            **dict(configuration.get("hnsw") or {}),
+            "space": SPACE,
+        }
+        self._sync_threshold = hnsw["sync_threshold"]
         self._configuration = cast("CreateCollectionConfiguration", {**configuration, "hnsw": hnsw})
         self._metadata = dict(source.metadata) if source.metadata else None
         self._open_collections()
@@ -230,6 +244,22 @@ class ChromaVectors:
             metadata=self._metadata,
             embedding_function=None,
         )
+
+    def save_every_write(self) -> bool:
+        """Give collections created with another ``sync_threshold`` this index's; True if any.
+
+        Collections created by releases before :data:`SYNC_THRESHOLD` kept Chroma's default,
+        and Chroma keeps a collection's settings from its creation: a write changes them
+        (under the writer lock; an open does not write). Settings without an HNSW section
+        (an index Chroma does not build as HNSW) are left as they are.
+        """
+        changed = False
+        for collection in (self.parents, self.children):
+            hnsw = (collection.configuration_json or {}).get("hnsw")
+            if hnsw is not None and hnsw.get("sync_threshold") != self._sync_threshold:
+                collection.modify(configuration={"hnsw": {"sync_threshold": self._sync_threshold}})
+                changed = True
+        return changed
 
     def reopen(self) -> None:
         """A fresh client on the folder's Chroma (a new view of its vector index).

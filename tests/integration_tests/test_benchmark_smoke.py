@@ -265,3 +265,31 @@ def test_build_steps_prints_gated_steps_inside_its_build(cache_dir: Path) -> Non
         name for name in steps if name.startswith(("section records, stored", "sparse", "Chroma"))
     ]
     assert all(seconds[name] <= seconds["write (every store below)"] for name in stores)
+
+
+def test_same_answers_compares_each_process_with_the_first(cache_dir: Path) -> None:
+    """``benchmarks.same_answers``: every process after the first compared, for both indexes."""
+    lines = _printed("same_answers", cache_dir, "--processes", "3")
+    found = re.fullmatch(
+        rf"{N_PAPERS} papers, (\d+) questions, top 10, 3 processes, each opening the index anew",
+        lines[0],
+    )
+    assert found is not None, lines[0]
+    questions = found.group(1)
+    for name, compared, opened in zip(
+        ("flat-para", "gated"), lines[1::2], lines[2::2], strict=True
+    ):
+        assert re.fullmatch(
+            rf"{name} +process 2: \d+ differ \(\d+ as sets\); "
+            rf"process 3: \d+ differ \(\d+ as sets\), of {questions}",
+            compared,
+        ), compared
+        assert re.fullmatch(rf"{name} +opening to first answer: median \d+ ms", opened), opened
+
+
+def test_small_writes_times_each_write_of_one_paper(cache_dir: Path) -> None:
+    """``benchmarks.small_writes``: the last papers added one a write, each timed."""
+    lines = _printed("small_writes", cache_dir, "--writes", "2")
+    assert re.fullmatch(r"\d+ papers built, then 2 added one a write", lines[0]), lines[0]
+    assert re.fullmatch(r"each write: [\d.]+ [\d.]+ s", lines[1]), lines[1]
+    assert re.fullmatch(r"median write [\d.]+ s", lines[2]), lines[2]

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import copy
 import json
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import chromadb
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -21,6 +24,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_gated_parent import GatedParentIndex, cli, keys
 from langchain_gated_parent.formats import PARENT_IDS_ON_VECTORS
 from langchain_gated_parent.splitters import ParentChildSplit, split_document
+from langchain_gated_parent.stores.chroma import SYNC_THRESHOLD
 from langchain_gated_parent.stores.section_reads import EXACT_DOCUMENTS
 from tests.integration_tests.crash_worker import ROOT
 from tests.integration_tests.stores import StoreSpec, fake_embeddings
@@ -203,6 +207,49 @@ def check_an_older_index_gets_parent_ids(open_index: Callable[[], GatedParentInd
     assert older.verify().ok
 
 
+def check_every_write_is_saved_in_the_vector_graph(
+    open_index: Callable[[], GatedParentIndex],
+) -> None:
+    """The collections save their HNSW graph after every write, older ones from their next.
+
+    So no process that opens the index inserts vectors of its own into its copy of the graph
+    (what ``benchmarks.same_answers`` measures); an open changes no setting, a write does.
+    """
+    index = open_index()
+    index.add_documents(labelled(EXACT_DOCUMENTS + 2))
+    assert sync_thresholds(open_index()) == [SYNC_THRESHOLD, SYNC_THRESHOLD]
+    for collection in (index.parents, index.children):  # as releases before it created them
+        collection.modify(configuration={"hnsw": {"sync_threshold": 1000}})
+    reopened = open_index()
+    assert sync_thresholds(reopened) == [1000, 1000]
+    reopened.add_documents(
+        [Document(page_content="# Notes\n\nKept cold.", metadata={"doc_id": "n"})]
+    )
+    assert sync_thresholds(open_index()) == [SYNC_THRESHOLD, SYNC_THRESHOLD]
+
+
+def sync_thresholds(index: GatedParentIndex) -> list[int]:
+    """Each collection's ``sync_threshold``, as Chroma holds it for a newly opened index."""
+    return [c.configuration_json["hnsw"]["sync_threshold"] for c in (index.parents, index.children)]
+
+
+def unsaved_vectors(chroma_folder: Path) -> dict[str, int]:
+    """Log entries past the saved HNSW graph, by collection, read from Chroma's own tables.
+
+    chromadb 1.x's SQLite schema: ``embeddings_queue`` is the log (topic: the collection),
+    ``max_seq_id`` the last entry each segment has saved (no row: none yet).
+    """
+    with closing(sqlite3.connect(chroma_folder / "chroma.sqlite3")) as db:
+        rows = db.execute(
+            "SELECT c.name, COUNT(*) FROM embeddings_queue q "
+            "JOIN collections c ON q.topic LIKE '%/' || c.id "
+            "JOIN segments s ON s.collection = c.id AND s.scope = 'VECTOR' "
+            "LEFT JOIN max_seq_id m ON m.segment_id = s.id "
+            "WHERE q.seq_id > COALESCE(m.seq_id, 0) GROUP BY c.name"
+        ).fetchall()
+    return dict(rows)
+
+
 def _parent_metadatas(index: GatedParentIndex) -> tuple[list[str], list[dict[str, Any]]]:
     got = index.parents.get(include=["metadatas"])
     return got["ids"], got["metadatas"]
@@ -218,6 +265,23 @@ def test_an_older_index_gets_parent_ids(tmp_path: Path) -> None:
     check_an_older_index_gets_parent_ids(
         lambda: GatedParentIndex(fake_embeddings(), directory=tmp_path)
     )
+
+
+def test_every_write_is_saved_in_the_vector_graph(tmp_path: Path) -> None:
+    check_every_write_is_saved_in_the_vector_graph(
+        lambda: GatedParentIndex(fake_embeddings(), directory=tmp_path)
+    )
+    assert unsaved_vectors(tmp_path / "chroma") == {}
+
+
+def test_a_collection_of_chroma_s_default_settings_leaves_vectors_unsaved(tmp_path: Path) -> None:
+    """The control for :func:`unsaved_vectors`: at Chroma's default it does find them."""
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    collection = client.create_collection("defaults", configuration={"hnsw": {"space": "cosine"}})
+    collection.add(
+        ids=[f"v{n}" for n in range(10)], embeddings=[[1.0, float(n)] for n in range(10)]
+    )
+    assert unsaved_vectors(tmp_path / "chroma") == {"defaults": 10}
 
 
 def test_reopens_in_a_new_process_with_the_same_answers(index: GatedParentIndex) -> None:

@@ -36,6 +36,7 @@ from tests.integration_tests.test_crash import check_after_kill, run_reference
 from tests.integration_tests.test_persistence import (
     check_a_key_a_replacement_drops_stops_matching,
     check_an_older_index_gets_parent_ids,
+    check_every_write_is_saved_in_the_vector_graph,
     check_reopens_with_the_same_answers,
     check_replace_and_delete,
 )
@@ -164,3 +165,8 @@ def test_a_key_a_replacement_drops_stops_matching(backend: Callable[[], StoreSpe
 def test_an_older_index_gets_parent_ids(backend: Callable[[], StoreSpec]) -> None:
     spec = backend()
     check_an_older_index_gets_parent_ids(lambda: spec.open(fake_embeddings()))
+
+
+def test_every_write_is_saved_in_the_vector_graph(backend: Callable[[], StoreSpec]) -> None:
+    spec = backend()
+    check_every_write_is_saved_in_the_vector_graph(lambda: spec.open(fake_embeddings()))

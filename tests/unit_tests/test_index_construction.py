@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_gated_parent import GatedParentIndex, ParagraphSplitter, SectionSplitter, keys
+from langchain_gated_parent.stores.chroma import SYNC_THRESHOLD
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -122,9 +123,43 @@ def test_a_langchain_chroma_vector_store_is_accepted_with_its_settings() -> None
     assert index.parents.metadata == {"team": "wet-lab"}
     hnsw = index.parents.configuration_json["hnsw"]
     assert (hnsw["space"], hnsw["ef_search"]) == ("cosine", 120)
+    assert hnsw["sync_threshold"] == SYNC_THRESHOLD  # the store's settings do not name one
     index.add_documents([PAPER])
     hits = index.as_retriever(k=2).invoke("Cells were lysed on ice.")
     assert hits[0].metadata[keys.DOC_ID] == "P-1"
+
+
+def sync_thresholds(client: Any, name: str) -> list[int]:
+    """The ``sync_threshold`` Chroma holds for an index's two collections (read anew)."""
+    return [
+        client.get_collection(f"{name}-{part}").configuration_json["hnsw"]["sync_threshold"]
+        for part in ("parents", "children")
+    ]
+
+
+def test_a_chroma_naming_its_own_sync_threshold_keeps_it_through_writes() -> None:
+    vectorstore = Chroma(
+        collection_name="own-sync",
+        embedding_function=CountingEmbeddings(),
+        client=chromadb.EphemeralClient(),
+        collection_configuration={"hnsw": {"sync_threshold": 500}},
+    )
+    index = GatedParentIndex(client=vectorstore)
+    index.add_documents([PAPER])
+    assert sync_thresholds(vectorstore._client, "own-sync") == [500, 500]
+
+
+def test_collections_created_with_another_sync_threshold_get_the_index_s_at_a_write() -> None:
+    client = chromadb.EphemeralClient()
+    GatedParentIndex(CountingEmbeddings(), client=client, name="older-sync")
+    for part in ("parents", "children"):  # as releases before SYNC_THRESHOLD created them
+        client.get_collection(f"older-sync-{part}").modify(
+            configuration={"hnsw": {"sync_threshold": 1000}}
+        )
+    index = GatedParentIndex(CountingEmbeddings(), client=client, name="older-sync")
+    assert sync_thresholds(client, "older-sync") == [1000, 1000]  # an open writes nothing
+    index.add_documents([PAPER])
+    assert sync_thresholds(client, "older-sync") == [SYNC_THRESHOLD, SYNC_THRESHOLD]
 
 
 def test_a_chroma_of_another_distance_is_refused() -> None:
