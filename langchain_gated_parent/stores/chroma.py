@@ -108,7 +108,7 @@ that opens the index inserts them into its own copy of the graph, which comes ou
 each time: two processes (a server's workers, or one process before and after a restart) then
 give different answers to the same question on the same index, and each pays for the inserts
 when it opens. A configuration given with the client that names its own ``sync_threshold``
-is kept (``benchmarks.same_answers`` measures both)."""
+is kept (BENCHMARKS.md, "The same answers in every process")."""
 
 
 @dataclass(frozen=True)
