@@ -112,13 +112,13 @@ def main() -> None:
         asked = Path(tmp) / "asked.json"
         vectors = [embeddings.embed_query(q) for q in questions]
         asked.write_text(json.dumps([questions, vectors]))
-        folders = {}
         for name in RETRIEVERS:
             peer = PEERS[name]()
             peer.setting = "corpus"
             peer.build(papers, Path(tmp) / name, embeddings)
             peer.close()
-            folders[name] = Path(tmp) / name / ("gated" if name == "gated" else "")
+        # flat-para's peer keeps its Chroma folder in the directory given, gated's an index in it.
+        folders = {"flat-para": Path(tmp) / "flat-para", "gated": Path(tmp) / "gated" / "gated"}
         print(
             f"{len(papers)} papers, {len(questions)} questions, top {args.k}, "
             f"{args.processes} processes, each opening the index anew"

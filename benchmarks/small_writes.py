@@ -38,7 +38,9 @@ def main() -> None:
     built, added = papers[: -args.writes], papers[-args.writes :]
     embeddings = CachedEmbeddings(MiniLMEmbeddings(), args.cache_dir / "embeddings.sqlite")
     with tempfile.TemporaryDirectory() as tmp:
-        PEERS["gated"]().build(added, Path(tmp) / "fill", embeddings)  # their vectors, untimed
+        filler = PEERS["gated"]()
+        filler.build(added, Path(tmp) / "fill", embeddings)  # their vectors, untimed
+        filler.close()
         index = GatedParentIndex(embeddings, directory=Path(tmp) / "index")
         index.add_documents([gated_document(paper) for paper in built])
         seconds = []
