@@ -124,7 +124,8 @@ def _record_batch(
     records: SectionStore,
 ) -> int:
     parents = dict(zip(parent_ids, docstore.mget(parent_ids), strict=True))
-    stored = read_racing(lambda: vectors.parents.get(ids=parent_ids, include=["embeddings"]))
+    with vectors.reading():
+        stored = read_racing(lambda: vectors.parents.get(ids=parent_ids, include=["embeddings"]))
     parent_vectors = dict(zip(stored["ids"], _rows(stored["embeddings"]), strict=True))
     wanted = [
         child_id(pid, n)
@@ -132,9 +133,10 @@ def _record_batch(
         if parent is not None
         for n in range(1, int(parent.metadata.get(keys.CHILD_COUNT, 0)) + 1)
     ]
-    found = read_racing(
-        lambda: vectors.children.get(ids=wanted, include=["embeddings", "metadatas"])
-    )
+    with vectors.reading():
+        found = read_racing(
+            lambda: vectors.children.get(ids=wanted, include=["embeddings", "metadatas"])
+        )
     children: dict[str, list[tuple[dict[str, Any], Any]]] = {}
     for cid, meta, vector in zip(
         found["ids"], found["metadatas"] or [], _rows(found["embeddings"]), strict=True

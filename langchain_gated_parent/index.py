@@ -317,12 +317,18 @@ class GatedParentIndex:
 
     @property
     def parents(self) -> Collection:
-        """The Chroma collection of parent vectors."""
+        """The Chroma collection of parent vectors.
+
+        With other processes on the folder, call it inside ``index.vectors.reading()``.
+        """
         return self.vectors.parents
 
     @property
     def children(self) -> Collection:
-        """The Chroma collection of child vectors."""
+        """The Chroma collection of child vectors.
+
+        With other processes on the folder, call it inside ``index.vectors.reading()``.
+        """
         return self.vectors.children
 
     @staticmethod

@@ -225,7 +225,8 @@ def _chroma_accepts(index: GatedParentIndex, where: dict[str, Any]) -> None:
     refused only by Chroma itself, which a started stream could only break off on.
     """
     try:
-        index.parents.get(where=where, limit=1, include=[])
+        with index.vectors.reading():
+            index.parents.get(where=where, limit=1, include=[])
     except InvalidArgumentError as error:
         detail = f"the filter {where!r} is not one Chroma accepts: {error}"
         raise HTTPException(422, detail) from error

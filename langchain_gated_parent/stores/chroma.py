@@ -2,25 +2,28 @@
 
 Everything that knows Chroma's API lives here: metadata converted to and from what Chroma
 stores, writes and deletes batched to the client's maximum, reads retried while they race
-another process's delete, and a local folder's view reopened when another process wrote.
+another process's delete, a local folder's view reopened when another process wrote, and a
+local folder's files locked across processes while they are read or written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
 from langchain_gated_parent import keys
+from langchain_gated_parent.stores.vector_files import VectorFilesLock
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
-    from pathlib import Path
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from chromadb.api import ClientAPI
     from chromadb.api.collection_configuration import CreateCollectionConfiguration
@@ -229,9 +232,17 @@ class ChromaVectors:
         self._sync_threshold = hnsw["sync_threshold"]
         self._configuration = cast("CreateCollectionConfiguration", {**configuration, "hnsw": hnsw})
         self._metadata = dict(source.metadata) if source.metadata else None
+        settings = self.client.get_settings()
+        self.files = (
+            VectorFilesLock(Path(settings.persist_directory))
+            if self.in_process and settings.is_persistent
+            else None
+        )
+        """Locked around every call when the vectors are files this process reads itself."""
         self._open_collections()
 
     def _open_collections(self) -> None:
+        self._fresh = True
         self.parents: Collection = self.client.get_or_create_collection(
             f"{self.name}-parents",
             configuration=self._configuration,
@@ -245,6 +256,35 @@ class ChromaVectors:
             embedding_function=None,
         )
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold while reading the collections: no other process writes their files meanwhile.
+
+        The first read of a fresh view holds the exclusive lock and applies, for both
+        collections, the writes Chroma's log holds that no process applied (Chroma applies
+        them at a view's first call, and may save the graph then), so no two processes save
+        a graph at once; later reads share the lock.
+        """
+        if self.files is None:
+            yield
+            return
+        if self._fresh:
+            with self.files.exclusive():
+                self.parents.count()
+                self.children.count()
+                self._fresh = False
+        with self.files.shared():
+            yield
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold while writing the collections: no other process reads or writes their files."""
+        if self.files is None:
+            yield
+            return
+        with self.files.exclusive():
+            yield
+
     def save_every_write(self) -> bool:
         """Give collections created with another ``sync_threshold`` this index's; True if any.
 
@@ -257,7 +297,10 @@ class ChromaVectors:
         for collection in (self.parents, self.children):
             hnsw = (collection.configuration_json or {}).get("hnsw")
             if hnsw is not None and hnsw.get("sync_threshold") != self._sync_threshold:
-                collection.modify(configuration={"hnsw": {"sync_threshold": self._sync_threshold}})
+                with self.writing():
+                    collection.modify(
+                        configuration={"hnsw": {"sync_threshold": self._sync_threshold}}
+                    )
                 changed = True
         return changed
 
@@ -311,19 +354,21 @@ class ChromaVectors:
         size = self.client.get_max_batch_size()
         for start in range(0, len(ids), size):
             end = start + size
-            collection.upsert(
-                ids=ids[start:end],
-                embeddings=vectors[start:end],
-                metadatas=metadatas[start:end],  # type: ignore[arg-type]
-            )
+            with self.writing():
+                collection.upsert(
+                    ids=ids[start:end],
+                    embeddings=vectors[start:end],
+                    metadatas=metadatas[start:end],  # type: ignore[arg-type]
+                )
 
     def delete(self, child_ids: Sequence[str], parent_ids: Sequence[str]) -> None:
         """Children first, then parents: no child vector outlives its parent's."""
         size = self.client.get_max_batch_size()
-        for start in range(0, len(child_ids), size):
-            self.children.delete(ids=list(child_ids[start : start + size]))
-        for start in range(0, len(parent_ids), size):
-            self.parents.delete(ids=list(parent_ids[start : start + size]))
+        with self.writing():
+            for start in range(0, len(child_ids), size):
+                self.children.delete(ids=list(child_ids[start : start + size]))
+            for start in range(0, len(parent_ids), size):
+                self.parents.delete(ids=list(parent_ids[start : start + size]))
 
     def name_parents(self) -> int:
         """Give every stored parent vector its own ``parent_id``; returns how many there are.
@@ -334,13 +379,15 @@ class ChromaVectors:
         size = self.client.get_max_batch_size()
         for start in range(0, len(parent_ids), size):
             batch = parent_ids[start : start + size]
-            self.parents.update(ids=batch, metadatas=[{keys.PARENT_ID: p} for p in batch])
+            with self.writing():
+                self.parents.update(ids=batch, metadatas=[{keys.PARENT_ID: p} for p in batch])
         return len(parent_ids)
 
     # ------------------------------------------------------------------ reading
     def parent_owners(self, parent_ids: list[str]) -> dict[str, Any]:
         """The document each stored parent vector belongs to (absent ids are left out)."""
-        found = self.parents.get(ids=parent_ids, include=["metadatas"])
+        with self.reading():
+            found = self.parents.get(ids=parent_ids, include=["metadatas"])
         return {
             pid: (meta or {}).get(keys.DOC_ID)
             for pid, meta in zip(found["ids"], found["metadatas"] or [], strict=True)
@@ -353,7 +400,8 @@ class ChromaVectors:
 
         Distances only: what the gate needs of a parent besides is in its section record.
         """
-        return _nearest(self.parents, vector, n, where)
+        with self.reading():
+            return _nearest(self.parents, vector, n, where)
 
     def search_children(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None
@@ -362,23 +410,27 @@ class ChromaVectors:
 
         Distances only: a child's id names its parent, so no metadata row is read.
         """
-        return _nearest(self.children, vector, n, where)
+        with self.reading():
+            return _nearest(self.children, vector, n, where)
 
     def allowed_parents(self, parent_ids: list[str], where: dict[str, Any]) -> set[str]:
         """Those of the stored parents that pass ``where`` (a filter on user metadata)."""
-        result = read_racing(lambda: self.parents.get(ids=parent_ids, where=where, include=[]))
+        with self.reading():
+            result = read_racing(lambda: self.parents.get(ids=parent_ids, where=where, include=[]))
         return set(result["ids"])
 
     def parent_ids(self) -> set[str]:
         """Every stored parent vector's id."""
-        return set(self.parents.get(include=[])["ids"])
+        with self.reading():
+            return set(self.parents.get(include=[])["ids"])
 
     def child_parents(self) -> dict[str, Any]:
         """Every stored child vector's id, to the parent id it names (read a page at a time)."""
         found: dict[str, Any] = {}
         offset = 0
         while True:
-            page = self.children.get(include=["metadatas"], limit=LIST_PAGE, offset=offset)
+            with self.reading():
+                page = self.children.get(include=["metadatas"], limit=LIST_PAGE, offset=offset)
             found.update(
                 (cid, (meta or {}).get(keys.PARENT_ID))
                 for cid, meta in zip(page["ids"], page["metadatas"] or [], strict=True)
@@ -389,7 +441,8 @@ class ChromaVectors:
 
     def counts(self) -> tuple[int, int]:
         """How many parent and child vectors are stored."""
-        return self.parents.count(), self.children.count()
+        with self.reading():
+            return self.parents.count(), self.children.count()
 
 
 def _nearest(

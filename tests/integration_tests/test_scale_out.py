@@ -148,6 +148,16 @@ def test_searches_that_wait_on_a_server_overlap(
     assert GatedParentIndex(fake_embeddings(), directory=tmp_path / "local").searches_in_process
 
 
+def test_only_a_local_chroma_folder_takes_the_file_lock(
+    backend: Callable[[], StoreSpec], tmp_path: Path
+) -> None:
+    # A server orders its own files' writes; the PostgreSQL backend's vectors are a local folder.
+    index = backend().open(fake_embeddings())
+    assert (index.vectors.files is None) == (not index.vectors.in_process)
+    local = GatedParentIndex(fake_embeddings(), directory=tmp_path / "local")
+    assert local.vectors.files is not None
+
+
 def test_crashes_converge(backend: Callable[[], StoreSpec], zygote: Zygote, tmp_path: Path) -> None:
     reference = run_reference(zygote, backend(), tmp_path)
     for point in CRASH_POINTS:

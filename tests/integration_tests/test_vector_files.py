@@ -1,0 +1,139 @@
+"""The lock on a local Chroma folder's files, held by a separate OS process.
+
+A holder process takes :class:`VectorFilesLock` on the index's Chroma folder, as another
+index process would around a write (exclusive) or a read (shared), until its stdin closes.
+The index in this process must wait for it where the files could change under a reader, and
+go on where both only read. The embedding is the deterministic FAKE (the lock does not
+depend on the model).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.documents import Document
+
+from langchain_gated_parent import GatedParentIndex
+from langchain_gated_parent.stores.vector_files import LOCK_FILE
+from tests.integration_tests.conftest import corpus
+from tests.integration_tests.stores import fake_embeddings
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+BLOCKED_FOR = 1.0
+"""Seconds a call must stay waiting to count as held off (it returns in milliseconds)."""
+
+HOLDER = """
+import sys
+from pathlib import Path
+from langchain_gated_parent.stores.vector_files import VectorFilesLock
+lock = VectorFilesLock(Path(sys.argv[1]))
+with getattr(lock, sys.argv[2])():
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+class Holder:
+    """A separate process holding the folder's lock (``shared`` or ``exclusive``)."""
+
+    def __init__(self, folder: Path, mode: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(folder), mode],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline() == "held\n"
+
+    def release(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        assert self.process.wait(timeout=30) == 0
+
+
+class Call:
+    """A call run in a thread, so the test can see whether it is waiting."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.result: Any = None
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        self.result = fn()
+
+    def waiting(self) -> bool:
+        self.thread.join(BLOCKED_FOR)
+        return self.thread.is_alive()
+
+    def finished(self) -> Any:
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+        return self.result
+
+
+def built(directory: Path) -> GatedParentIndex:
+    index = GatedParentIndex(fake_embeddings(), directory=directory)
+    index.add_documents(corpus())
+    return index
+
+
+def test_a_write_in_another_process_holds_reads_off(tmp_path: Path) -> None:
+    index = built(tmp_path / "index")
+    expected = index.vectors.counts()
+    holder = Holder(tmp_path / "index" / "chroma", "exclusive")
+    try:
+        call = Call(index.vectors.counts)
+        assert call.waiting()
+    finally:
+        holder.release()
+    assert call.finished() == expected
+
+
+def test_reads_go_on_together_and_a_write_waits_for_them(tmp_path: Path) -> None:
+    index = built(tmp_path / "index")
+    expected = index.vectors.counts()  # this view's first read is done
+    holder = Holder(tmp_path / "index" / "chroma", "shared")
+    try:
+        assert Call(index.vectors.counts).finished() == expected
+        extra = Document(page_content="# Notes\n\nA late paragraph.", metadata={"doc_id": "late"})
+        write = Call(lambda: index.add_documents([extra]))
+        assert write.waiting()
+    finally:
+        holder.release()
+    write.finished()
+    assert index.vectors.counts()[0] > expected[0]
+
+
+def test_a_fresh_view_waits_for_readers_before_its_first_read(tmp_path: Path) -> None:
+    # Its first call may apply (and save) the writes Chroma's log holds: a write, in effect.
+    built(tmp_path / "index")
+    holder = Holder(tmp_path / "index" / "chroma", "shared")
+    try:
+        reopened = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+        call = Call(reopened.vectors.counts)
+        assert call.waiting()
+    finally:
+        holder.release()
+    assert call.finished()[1] > 0
+
+
+def test_the_lock_file_sits_in_the_chroma_folder_it_guards(tmp_path: Path) -> None:
+    index = built(tmp_path / "index")
+    assert index.vectors.files is not None
+    assert index.vectors.files.path == tmp_path / "index" / "chroma" / LOCK_FILE
+    assert index.vectors.files.path.is_file()
+
+
+def test_an_in_memory_index_takes_no_lock() -> None:
+    index = GatedParentIndex(fake_embeddings())
+    index.add_documents(corpus())
+    assert index.vectors.files is None
+    assert index.vectors.counts()[1] > 0
