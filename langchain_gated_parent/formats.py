@@ -124,9 +124,6 @@ def _record_batch(
     records: SectionStore,
 ) -> int:
     parents = dict(zip(parent_ids, docstore.mget(parent_ids), strict=True))
-    with vectors.reading():
-        stored = read_racing(lambda: vectors.parents.get(ids=parent_ids, include=["embeddings"]))
-    parent_vectors = dict(zip(stored["ids"], _rows(stored["embeddings"]), strict=True))
     wanted = [
         child_id(pid, n)
         for pid, parent in parents.items()
@@ -134,9 +131,11 @@ def _record_batch(
         for n in range(1, int(parent.metadata.get(keys.CHILD_COUNT, 0)) + 1)
     ]
     with vectors.reading():
+        stored = read_racing(lambda: vectors.parents.get(ids=parent_ids, include=["embeddings"]))
         found = read_racing(
             lambda: vectors.children.get(ids=wanted, include=["embeddings", "metadatas"])
         )
+    parent_vectors = dict(zip(stored["ids"], _rows(stored["embeddings"]), strict=True))
     children: dict[str, list[tuple[dict[str, Any], Any]]] = {}
     for cid, meta, vector in zip(
         found["ids"], found["metadatas"] or [], _rows(found["embeddings"]), strict=True

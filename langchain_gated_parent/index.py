@@ -190,7 +190,10 @@ class GatedParentIndex:
         parent_representation: ``"centroid"`` (normalized mean of the parent's child vectors)
             or ``"text"`` (heading path + parent text, embedded).
         lock_timeout: seconds a write waits for another process's write to the same index to
-            end before it raises ``WriterLockTimeoutError`` naming that writer (default 600).
+            end before it raises ``WriterLockTimeoutError`` naming that writer (default 600);
+            also how long any call waits for another process's hold on a local folder's
+            vector files before it raises ``VectorFilesTimeoutError`` (a hold spans one
+            Chroma call: only a call that never returns makes another wait that long).
         cached_sections: how many opened sections (with their children) this process keeps
             decoded between queries, for the index's current version only (default 8192;
             ``HEADERS_PER_SECTION`` times as many candidates' headers, and up to
@@ -286,6 +289,7 @@ class GatedParentIndex:
             folder=self.directory / CHROMA_FOLDER
             if self.directory is not None and not client_given
             else None,
+            lock_timeout=self.lock_timeout,
         )
         self.docstore = docstore
         self._read_parents = fast_docstore_mget(docstore)

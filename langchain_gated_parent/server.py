@@ -60,6 +60,7 @@ from langchain_gated_parent.index import GatedParentIndex
 from langchain_gated_parent.retriever import GatedParentRetriever
 from langchain_gated_parent.server_settings import ServerSettings
 from langchain_gated_parent.stores.chroma import ConcurrentWriteError
+from langchain_gated_parent.stores.vector_files import VectorFilesTimeoutError
 from langchain_gated_parent.tenancy import AccessDeniedError, Tenancy, load_api_keys
 
 try:
@@ -123,7 +124,7 @@ def _refused(_request: Request, error: Exception) -> JSONResponse:
 
 
 def _busy(_request: Request, error: Exception) -> JSONResponse:
-    """A read that kept colliding with another process's writes: 503, retry shortly."""
+    """A read that collided with, or waited too long on, other processes' writes: 503, retry."""
     logger.warning("a query collided with writes: %s", error)
     return JSONResponse(
         status_code=503, content={"detail": str(error)}, headers={"Retry-After": "1"}
@@ -286,7 +287,8 @@ def _retriever(source: Source, settings: ServerSettings) -> GatedParentRetriever
     if isinstance(source, GatedParentIndex):
         return source.as_retriever()
     embeddings = MiniLMEmbeddings(intra_op_num_threads=settings.embedding_threads)
-    return GatedParentIndex(embeddings, directory=Path(source)).as_retriever()
+    index = GatedParentIndex(embeddings, directory=Path(source), lock_timeout=settings.lock_timeout)
+    return index.as_retriever()
 
 
 def create_app(source: Source, settings: ServerSettings | None = None) -> FastAPI:
@@ -321,6 +323,7 @@ def create_app(source: Source, settings: ServerSettings | None = None) -> FastAP
     )
     app.add_exception_handler(ValueError, _refused)
     app.add_exception_handler(ConcurrentWriteError, _busy)
+    app.add_exception_handler(VectorFilesTimeoutError, _busy)
     app.add_exception_handler(TypeError, _refused)
     app.add_exception_handler(InvalidArgumentError, _refused)  # what Chroma itself refuses
     app.add_middleware(_BodyLimit, max_bytes=settings.max_body_bytes)

@@ -17,6 +17,8 @@ from pathlib import Path  # noqa: TC003 (pydantic reads the annotations at run t
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT
+
 SETTINGS_ENVIRONMENT_VARIABLE = "GATED_PARENT_SERVER_SETTINGS"
 """Environment variable holding :class:`ServerSettings` as JSON for worker processes."""
 
@@ -55,6 +57,10 @@ class ServerSettings(BaseModel):
     """Header a trusted gateway sets to the caller's tenant (used when no API keys are set)."""
     api_keys_file: Path | None = None
     """JSON object ``{"api key": "tenant"}``; set, requests need a key (``X-API-Key``)."""
+    lock_timeout: float = Field(default=DEFAULT_LOCK_TIMEOUT, ge=0)
+    """Seconds a request waits for another process's hold on a local index's vector files
+    before it is answered 503. A hold spans one Chroma call (an ingest job's write waits for
+    none longer); only a process stuck inside one makes a request wait this long."""
     embedding_threads: int = Field(default=1, ge=1)
     """onnxruntime threads per query embedding. One: concurrent requests and workers share the
     cores without oversubscribing them, and no idle thread pool spins between queries."""

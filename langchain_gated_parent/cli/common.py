@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from langchain_gated_parent.index import GatedParentIndex
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT, WriterLockTimeoutError
+from langchain_gated_parent.stores.vector_files import VectorFilesTimeoutError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -21,8 +22,8 @@ EXIT_FAILURE = 1
 """Exit status when the work fails: a missing index, a bad file, stores that disagree."""
 EXIT_USAGE = 2
 """Exit status for a usage mistake or an option value the library refuses (argparse's code)."""
-WRITE_REFUSALS = (ValueError, WriterLockTimeoutError)
-"""What a write reports as one line: bad input, or another writer holding the index too long."""
+WRITE_REFUSALS = (ValueError, WriterLockTimeoutError, VectorFilesTimeoutError)
+"""What a write reports as one line: bad input, or another process holding the index too long."""
 
 
 class CliError(Exception):

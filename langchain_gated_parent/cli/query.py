@@ -18,6 +18,7 @@ from langchain_gated_parent.cli.common import EXIT_FAILURE, EXIT_USAGE, echo, op
 from langchain_gated_parent.cli.options import add_index_option, filter_pair
 from langchain_gated_parent.cli.output import result_record, table
 from langchain_gated_parent.stores.chroma import ConcurrentWriteError
+from langchain_gated_parent.stores.vector_files import VectorFilesTimeoutError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -139,7 +140,10 @@ def knob_options(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Search with the retriever's defaults, overridden by the options given."""
     index = open_index(args.index)
-    with refused(EXIT_USAGE, ValueError, TypeError), refused(EXIT_FAILURE, ConcurrentWriteError):
+    with (
+        refused(EXIT_USAGE, ValueError, TypeError),
+        refused(EXIT_FAILURE, ConcurrentWriteError, VectorFilesTimeoutError),
+    ):
         documents = index.as_retriever().invoke(args.text, **knob_options(args))
     if args.json:
         echo(json.dumps([result_record(d) for d in documents], indent=2, ensure_ascii=False))

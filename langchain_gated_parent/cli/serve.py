@@ -13,7 +13,7 @@ from langchain_gated_parent.cli.common import (
     open_index,
     refused,
 )
-from langchain_gated_parent.cli.options import add_index_option, port, positive_int
+from langchain_gated_parent.cli.options import add_index_option, port, positive_int, seconds
 
 if TYPE_CHECKING:
     import argparse
@@ -56,6 +56,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
             tenant_key=args.tenant_key,
             tenant_header=args.tenant_header,
             api_keys_file=args.api_keys,
+            lock_timeout=args.lock_timeout,
         )
     except ValidationError as error:
         problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
@@ -109,6 +110,14 @@ def add(commands: Subparsers) -> None:
         bounds.add_argument(
             flag, type=positive_int, default=default, metavar="N", help=f"{what} ({default})"
         )
+    parser.add_argument(
+        "--lock-timeout",
+        type=seconds,
+        default=defaults.lock_timeout,
+        metavar="SECONDS",
+        help="answer 503 after waiting this long for another process's hold on the index's "
+        f"vector files (default {defaults.lock_timeout:g})",
+    )
     access = parser.add_argument_group("tenants and API keys")
     access.add_argument(
         "--tenant-key",

@@ -1,4 +1,4 @@
-"""Where an index keeps its own records (the journal) and how writers take turns (the lock)."""
+"""Where an index keeps its own records (the journal) and how writers take turns (the locks)."""
 
 from langchain_gated_parent.stores.journal import Journal, Stamp
 from langchain_gated_parent.stores.lock import (
@@ -6,5 +6,13 @@ from langchain_gated_parent.stores.lock import (
     WriterLock,
     WriterLockTimeoutError,
 )
+from langchain_gated_parent.stores.vector_files import VectorFilesTimeoutError
 
-__all__ = ["DEFAULT_LOCK_TIMEOUT", "Journal", "Stamp", "WriterLock", "WriterLockTimeoutError"]
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "Journal",
+    "Stamp",
+    "VectorFilesTimeoutError",
+    "WriterLock",
+    "WriterLockTimeoutError",
+]

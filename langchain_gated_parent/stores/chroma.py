@@ -215,9 +215,18 @@ class ChromaVectors:
         name: the index's name, the prefix of its two collections.
         folder: the local folder of a ``PersistentClient`` this object opened itself; only
             such a view is reopened by :meth:`reopen` (a client given by the caller is theirs).
+        lock_timeout: seconds a call waits for another process's hold on the vector files
+            (:class:`~.vector_files.VectorFilesLock`) before it raises.
     """
 
-    def __init__(self, source: ChromaSource, name: str, *, folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        source: ChromaSource,
+        name: str,
+        *,
+        folder: Path | None = None,
+        lock_timeout: float,
+    ) -> None:
         """Open (or create) the two collections."""
         self.client = source.client
         self.name = name
@@ -234,7 +243,7 @@ class ChromaVectors:
         self._metadata = dict(source.metadata) if source.metadata else None
         settings = self.client.get_settings()
         self.files = (
-            VectorFilesLock(Path(settings.persist_directory))
+            VectorFilesLock(Path(settings.persist_directory), lock_timeout)
             if self.in_process and settings.is_persistent
             else None
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
 
 LOCK_FILE = "gated-parent-vectors.lock"
 """The lock's file, in the Chroma folder it guards."""
+PAUSE_SECONDS = 0.001
+"""Pause before trying a held lock again. Short: a hold spans one Chroma call, and a waiting
+writer must catch a moment between readers' holds (``flock`` queues no one); a try costs
+about a microsecond."""
+
+
+class VectorFilesTimeoutError(TimeoutError):
+    """Another process held the vector files' lock longer than the index's ``lock_timeout``."""
 
 
 class VectorFilesLock:
@@ -30,12 +39,17 @@ class VectorFilesLock:
 
     A new open file per hold, because ``flock`` counts one per open file: threads of one
     process sharing a file would convert each other's locks instead of waiting. Chroma's own
-    locks order the threads within a process. The kernel releases a dead holder's lock.
+    locks order the threads within a process. The kernel releases a dead holder's lock; a
+    holder stuck in a call that never returns makes the others give up after ``timeout``.
     """
 
-    def __init__(self, folder: Path) -> None:
-        """Guard the Chroma folder ``folder`` (the lock file is created at the first hold)."""
+    def __init__(self, folder: Path, timeout: float) -> None:
+        """Guard the Chroma folder ``folder``, waiting up to ``timeout`` seconds for a hold.
+
+        The lock file is created at the first hold.
+        """
         self.path = folder / LOCK_FILE
+        self.timeout = timeout
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
@@ -53,7 +67,33 @@ class VectorFilesLock:
     def _held(self, mode: int) -> Iterator[None]:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, mode)
+            self._take(fd, mode)
             yield
         finally:
             os.close(fd)  # closing the file releases its lock
+
+    def _take(self, fd: int, mode: int) -> None:
+        """Lock ``fd``, trying again every :data:`PAUSE_SECONDS` until the timeout."""
+        if _locked(fd, mode):
+            return
+        deadline = time.monotonic() + self.timeout
+        while not _locked(fd, mode):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                msg = (
+                    f"another process held {self.path} for over {self.timeout:g} s (a call "
+                    "on this index's vector files that has not returned), so this call did "
+                    f"not run: retry it, find the holder (e.g. `fuser {self.path}`), or raise "
+                    "the index's lock_timeout"
+                )
+                raise VectorFilesTimeoutError(msg)
+            time.sleep(min(PAUSE_SECONDS, left))
+
+
+def _locked(fd: int, mode: int) -> bool:
+    """Take the lock if no other process's hold conflicts with it; False if one does."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True

@@ -3,8 +3,10 @@
 A holder process takes :class:`VectorFilesLock` on the index's Chroma folder, as another
 index process would around a write (exclusive) or a read (shared), until its stdin closes.
 The index in this process must wait for it where the files could change under a reader, and
-go on where both only read. The embedding is the deterministic FAKE (the lock does not
-depend on the model).
+go on where both only read; a hold that outlasts the index's ``lock_timeout`` makes the call
+raise (or a server answer 503), and the index works on once the holder lets go. The
+embedding is the deterministic FAKE (the lock does not depend on the model), but for the
+served folder, which a server opens with the real model.
 """
 
 from __future__ import annotations
@@ -12,12 +14,18 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
+import httpx
+import pytest
 from langchain_core.documents import Document
 
-from langchain_gated_parent import GatedParentIndex
-from langchain_gated_parent.stores.vector_files import LOCK_FILE
+from langchain_gated_parent import GatedParentIndex, MiniLMEmbeddings
+from langchain_gated_parent.server import RETRIEVER_PATH, create_app, running_server
+from langchain_gated_parent.server_settings import ServerSettings
+from langchain_gated_parent.stores.section_reads import EXACT_DOCUMENTS
+from langchain_gated_parent.stores.vector_files import LOCK_FILE, VectorFilesTimeoutError
 from tests.integration_tests.conftest import corpus
 from tests.integration_tests.stores import fake_embeddings
 
@@ -27,12 +35,15 @@ if TYPE_CHECKING:
 
 BLOCKED_FOR = 1.0
 """Seconds a call must stay waiting to count as held off (it returns in milliseconds)."""
+SHORT_TIMEOUT = 0.5
+"""The ``lock_timeout`` of an index that must give up on a holder that does not let go."""
+LATE = Document(page_content="# Notes\n\nA late paragraph.", metadata={"doc_id": "late"})
 
 HOLDER = """
 import sys
 from pathlib import Path
 from langchain_gated_parent.stores.vector_files import VectorFilesLock
-lock = VectorFilesLock(Path(sys.argv[1]))
+lock = VectorFilesLock(Path(sys.argv[1]), timeout=60)
 with getattr(lock, sys.argv[2])():
     print("held", flush=True)
     sys.stdin.read()
@@ -79,8 +90,8 @@ class Call:
         return self.result
 
 
-def built(directory: Path) -> GatedParentIndex:
-    index = GatedParentIndex(fake_embeddings(), directory=directory)
+def built(directory: Path, **options: Any) -> GatedParentIndex:
+    index = GatedParentIndex(fake_embeddings(), directory=directory, **options)
     index.add_documents(corpus())
     return index
 
@@ -103,8 +114,7 @@ def test_reads_go_on_together_and_a_write_waits_for_them(tmp_path: Path) -> None
     holder = Holder(tmp_path / "index" / "chroma", "shared")
     try:
         assert Call(index.vectors.counts).finished() == expected
-        extra = Document(page_content="# Notes\n\nA late paragraph.", metadata={"doc_id": "late"})
-        write = Call(lambda: index.add_documents([extra]))
+        write = Call(lambda: index.add_documents([LATE]))
         assert write.waiting()
     finally:
         holder.release()
@@ -137,3 +147,69 @@ def test_an_in_memory_index_takes_no_lock() -> None:
     index.add_documents(corpus())
     assert index.vectors.files is None
     assert index.vectors.counts()[1] > 0
+
+
+def refused_while_held(directory: Path, mode: str, call: Callable[[], Any]) -> str:
+    """What ``call`` raises while another process holds the lock past the index's timeout."""
+    holder = Holder(directory / "chroma", mode)
+    try:
+        started = time.monotonic()
+        with pytest.raises(VectorFilesTimeoutError) as refused:
+            call()
+        assert time.monotonic() - started >= SHORT_TIMEOUT
+    finally:
+        holder.release()
+    return str(refused.value)
+
+
+def test_a_read_held_off_past_the_timeout_raises_naming_the_lock_and_the_fix(
+    tmp_path: Path,
+) -> None:
+    index = built(tmp_path / "index", lock_timeout=SHORT_TIMEOUT)
+    expected = index.vectors.counts()
+    message = refused_while_held(tmp_path / "index", "exclusive", index.vectors.counts)
+    assert str(tmp_path / "index" / "chroma" / LOCK_FILE) in message
+    assert "lock_timeout" in message
+    assert index.vectors.counts() == expected
+
+
+def test_a_write_held_off_past_the_timeout_raises_and_the_index_keeps_what_it_held(
+    tmp_path: Path,
+) -> None:
+    index = built(tmp_path / "index", lock_timeout=SHORT_TIMEOUT)
+    before = index.vectors.counts()
+    refused_while_held(tmp_path / "index", "shared", lambda: index.add_documents([LATE]))
+    assert index.recover() == ["late"]  # rolled back as a crashed write is, and nothing else
+    assert index.vectors.counts() == before
+    assert index.verify().ok
+    index.add_documents([LATE])
+    assert "late" in index.journal.doc_ids()
+    assert index.verify().ok
+
+
+def test_a_server_answers_503_while_a_holder_outlasts_its_lock_timeout(
+    tmp_path: Path, embeddings: MiniLMEmbeddings
+) -> None:
+    # A served folder is opened with the real model, so it is built with it.
+    index = GatedParentIndex(embeddings, directory=tmp_path / "index")
+    # More documents than an index scores exactly from its records: queries search Chroma.
+    notes = [
+        Document(page_content=f"# Part {n}\n\nNote {n} on results.", metadata={"doc_id": f"n{n}"})
+        for n in range(EXACT_DOCUMENTS)
+    ]
+    index.add_documents([*corpus(), *notes])
+    settings = ServerSettings(lock_timeout=SHORT_TIMEOUT)
+    with (
+        running_server(create_app(tmp_path / "index", settings)) as url,
+        httpx.Client(base_url=url, timeout=30) as client,
+    ):
+        assert client.post(f"{RETRIEVER_PATH}/invoke", json={"input": "treatment"}).is_success
+        holder = Holder(tmp_path / "index" / "chroma", "exclusive")
+        try:
+            busy = client.post(f"{RETRIEVER_PATH}/invoke", json={"input": "results"})
+        finally:
+            holder.release()
+        assert busy.status_code == 503, busy.text
+        assert LOCK_FILE in busy.json()["detail"]
+        assert busy.headers["Retry-After"] == "1"
+        assert client.post(f"{RETRIEVER_PATH}/invoke", json={"input": "results"}).is_success

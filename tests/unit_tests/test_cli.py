@@ -16,6 +16,7 @@ from langchain_gated_parent.cli import app, common, output
 from langchain_gated_parent.cli import query as query_command
 from langchain_gated_parent.cli.query import where
 from langchain_gated_parent.demo import DEMO_QUERIES, demo_documents
+from langchain_gated_parent.server_settings import ServerSettings
 
 pytestmark = pytest.mark.disable_socket
 
@@ -271,6 +272,7 @@ def test_attribution_lists_every_qasper_paper():
     [
         (["--workers", "0"], "--workers"),
         (["--max-k", "-3"], "--max-k"),
+        (["--lock-timeout", "-1"], "--lock-timeout"),
         (["--tenant-key", "tenant"], "api_keys_file"),
         (["--tenant-header", "X-Tenant"], "tenant_key"),
         (["--api-keys", "no-such-keys.json"], "no-such-keys.json"),
@@ -291,3 +293,10 @@ def test_serve_options_parse():
     )
     assert (args.workers, args.max_k, str(args.api_keys)) == (2, 9, "k.json")
     assert args.max_batch == 32
+    assert args.lock_timeout == ServerSettings().lock_timeout
+    assert (
+        cli.build_parser()
+        .parse_args(["serve", "--index", "i", "--lock-timeout", "2.5"])
+        .lock_timeout
+        == 2.5
+    )

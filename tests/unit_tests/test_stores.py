@@ -29,6 +29,7 @@ def test_stores_all() -> None:
         "DEFAULT_LOCK_TIMEOUT",
         "Journal",
         "Stamp",
+        "VectorFilesTimeoutError",
         "WriterLock",
         "WriterLockTimeoutError",
     ]
