@@ -65,7 +65,8 @@ def open_index(
 
     Opening a folder creates an empty index in it, so the read-only commands check first: a
     mistyped ``--index`` must fail, not leave a new empty index behind. ``lock_timeout`` is how
-    long a write waits for another process's write to end.
+    long a write waits for another process's write to end, and any call for another process's
+    hold on the vector files.
     """
     if not create and not GatedParentIndex.exists(directory):
         msg = f"no index in {directory}; build one with '{PROG} index PATH... --index {directory}'"

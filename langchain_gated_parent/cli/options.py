@@ -53,7 +53,7 @@ def seconds(value: str) -> float:
 
 
 def add_lock_timeout_option(parser: argparse.ArgumentParser) -> None:
-    """``--lock-timeout SECONDS``: how long a write waits for another writer of the index."""
+    """``--lock-timeout SECONDS``: how long a call waits for another process writing the index."""
     parser.add_argument(
         "--lock-timeout",
         type=seconds,

@@ -15,7 +15,11 @@ from pydantic import TypeAdapter, ValidationError
 
 from langchain_gated_parent import params
 from langchain_gated_parent.cli.common import EXIT_FAILURE, EXIT_USAGE, echo, open_index, refused
-from langchain_gated_parent.cli.options import add_index_option, filter_pair
+from langchain_gated_parent.cli.options import (
+    add_index_option,
+    add_lock_timeout_option,
+    filter_pair,
+)
 from langchain_gated_parent.cli.output import result_record, table
 from langchain_gated_parent.stores.chroma import ConcurrentWriteError
 from langchain_gated_parent.stores.vector_files import VectorFilesTimeoutError
@@ -139,7 +143,7 @@ def knob_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Search with the retriever's defaults, overridden by the options given."""
-    index = open_index(args.index)
+    index = open_index(args.index, lock_timeout=args.lock_timeout)
     with (
         refused(EXIT_USAGE, ValueError, TypeError),
         refused(EXIT_FAILURE, ConcurrentWriteError, VectorFilesTimeoutError),
@@ -166,4 +170,5 @@ def add(commands: Subparsers) -> None:
     add_index_option(parser)
     add_knob_flags(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON list of results")
+    add_lock_timeout_option(parser)
     parser.set_defaults(run=run)

@@ -187,24 +187,30 @@ def test_a_write_held_off_past_the_timeout_raises_and_the_index_keeps_what_it_he
     assert index.verify().ok
 
 
-def test_a_server_answers_503_while_a_holder_outlasts_its_lock_timeout(
-    tmp_path: Path, embeddings: MiniLMEmbeddings
-) -> None:
-    # A served folder is opened with the real model, so it is built with it.
-    index = GatedParentIndex(embeddings, directory=tmp_path / "index")
-    # More documents than an index scores exactly from its records: queries search Chroma.
+@pytest.fixture(scope="module")
+def model_index(tmp_path_factory: pytest.TempPathFactory, embeddings: MiniLMEmbeddings) -> Path:
+    """A folder served or queried as users do, so opened with the real model and built with it.
+
+    It holds more documents than an index scores exactly from its records, so that its
+    queries search Chroma (under the lock).
+    """
+    directory = tmp_path_factory.mktemp("model") / "index"
     notes = [
         Document(page_content=f"# Part {n}\n\nNote {n} on results.", metadata={"doc_id": f"n{n}"})
         for n in range(EXACT_DOCUMENTS)
     ]
-    index.add_documents([*corpus(), *notes])
+    GatedParentIndex(embeddings, directory=directory).add_documents([*corpus(), *notes])
+    return directory
+
+
+def test_a_server_answers_503_while_a_holder_outlasts_its_lock_timeout(model_index: Path) -> None:
     settings = ServerSettings(lock_timeout=SHORT_TIMEOUT)
     with (
-        running_server(create_app(tmp_path / "index", settings)) as url,
+        running_server(create_app(model_index, settings)) as url,
         httpx.Client(base_url=url, timeout=30) as client,
     ):
         assert client.post(f"{RETRIEVER_PATH}/invoke", json={"input": "treatment"}).is_success
-        holder = Holder(tmp_path / "index" / "chroma", "exclusive")
+        holder = Holder(model_index / "chroma", "exclusive")
         try:
             busy = client.post(f"{RETRIEVER_PATH}/invoke", json={"input": "results"})
         finally:
@@ -213,3 +219,21 @@ def test_a_server_answers_503_while_a_holder_outlasts_its_lock_timeout(
         assert LOCK_FILE in busy.json()["detail"]
         assert busy.headers["Retry-After"] == "1"
         assert client.post(f"{RETRIEVER_PATH}/invoke", json={"input": "results"}).is_success
+
+
+def test_a_cli_query_held_off_past_its_lock_timeout_fails_in_one_line(model_index: Path) -> None:
+    command = [sys.executable, "-m", "langchain_gated_parent.cli", "query", "results"]
+    command += ["--index", str(model_index), "--lock-timeout", str(SHORT_TIMEOUT)]
+    holder = Holder(model_index / "chroma", "exclusive")
+    try:
+        held = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        holder.release()
+    assert held.returncode == 1, held.stderr
+    assert held.stdout == ""
+    assert "Traceback" not in held.stderr
+    assert LOCK_FILE in held.stderr
+    assert "lock_timeout" in held.stderr
+    assert len(held.stderr.strip().splitlines()) == 1
+    answered = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert answered.returncode == 0, answered.stderr
