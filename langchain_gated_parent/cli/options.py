@@ -52,14 +52,19 @@ def seconds(value: str) -> float:
     return number
 
 
-def add_lock_timeout_option(parser: argparse.ArgumentParser) -> None:
-    """``--lock-timeout SECONDS``: how long a call waits for another process writing the index."""
+def add_lock_timeout_option(
+    parser: argparse.ArgumentParser, outcome: str = "fail naming it"
+) -> None:
+    """``--lock-timeout SECONDS``: how long a call waits for another process writing the index.
+
+    ``outcome`` says what the command does then.
+    """
     parser.add_argument(
         "--lock-timeout",
         type=seconds,
         default=DEFAULT_LOCK_TIMEOUT,
         metavar="SECONDS",
-        help="wait this long for another process writing the index, then fail naming it "
+        help=f"wait this long for another process writing the index, then {outcome} "
         f"(default {DEFAULT_LOCK_TIMEOUT:g})",
     )
 

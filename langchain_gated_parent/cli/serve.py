@@ -13,7 +13,12 @@ from langchain_gated_parent.cli.common import (
     open_index,
     refused,
 )
-from langchain_gated_parent.cli.options import add_index_option, port, positive_int, seconds
+from langchain_gated_parent.cli.options import (
+    add_index_option,
+    add_lock_timeout_option,
+    port,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -110,14 +115,7 @@ def add(commands: Subparsers) -> None:
         bounds.add_argument(
             flag, type=positive_int, default=default, metavar="N", help=f"{what} ({default})"
         )
-    parser.add_argument(
-        "--lock-timeout",
-        type=seconds,
-        default=defaults.lock_timeout,
-        metavar="SECONDS",
-        help="answer 503 after waiting this long for another process's hold on the index's "
-        f"vector files (default {defaults.lock_timeout:g})",
-    )
+    add_lock_timeout_option(parser, outcome="answer 503")
     access = parser.add_argument_group("tenants and API keys")
     access.add_argument(
         "--tenant-key",

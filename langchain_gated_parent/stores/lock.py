@@ -173,6 +173,30 @@ class FileWriterLock:
             return None
 
 
+def flock_within(fd: int, mode: int, timeout: float, pause: float) -> bool:
+    """Take ``flock(fd, mode)``, trying every ``pause`` seconds; False once ``timeout`` passed.
+
+    ``flock`` itself cannot give up after a while: a blocking call waits for ever.
+    """
+    deadline = None
+    while not _flocked(fd, mode):
+        now = time.monotonic()
+        deadline = now + timeout if deadline is None else deadline
+        if now >= deadline:
+            return False
+        time.sleep(min(pause, deadline - now))
+    return True
+
+
+def _flocked(fd: int, mode: int) -> bool:
+    """Take the lock if no other holder's conflicts with it; False if one does."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def opening(path: Path, timeout: float) -> Iterator[None]:
     """Hold a short exclusive lock on ``path`` while an index folder's stores are opened.
@@ -183,16 +207,9 @@ def opening(path: Path, timeout: float) -> Iterator[None]:
     those moments take turns.
     """
     with path.open("a+", encoding="utf-8") as handle:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    msg = f"gave up after waiting {timeout:g} s to open the index ({path} is held)"
-                    raise WriterLockTimeoutError(msg) from None
-                time.sleep(POLL_SECONDS)
+        if not flock_within(handle.fileno(), fcntl.LOCK_EX, timeout, POLL_SECONDS):
+            msg = f"gave up after waiting {timeout:g} s to open the index ({path} is held)"
+            raise WriterLockTimeoutError(msg)
         try:
             yield
         finally:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import time
 from typing import TYPE_CHECKING
+
+from langchain_gated_parent.stores.lock import flock_within
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -74,26 +75,11 @@ class VectorFilesLock:
 
     def _take(self, fd: int, mode: int) -> None:
         """Lock ``fd``, trying again every :data:`PAUSE_SECONDS` until the timeout."""
-        if _locked(fd, mode):
-            return
-        deadline = time.monotonic() + self.timeout
-        while not _locked(fd, mode):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                msg = (
-                    f"another process held {self.path} for over {self.timeout:g} s (a call "
-                    "on this index's vector files that has not returned), so this call did "
-                    f"not run: retry it, find the holder (e.g. `fuser {self.path}`), or raise "
-                    "the index's lock_timeout"
-                )
-                raise VectorFilesTimeoutError(msg)
-            time.sleep(min(PAUSE_SECONDS, left))
-
-
-def _locked(fd: int, mode: int) -> bool:
-    """Take the lock if no other process's hold conflicts with it; False if one does."""
-    try:
-        fcntl.flock(fd, mode | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
+        if not flock_within(fd, mode, self.timeout, PAUSE_SECONDS):
+            msg = (
+                f"another process held {self.path} for over {self.timeout:g} s (a call on this "
+                "index's vector files that has not returned), so this call did not run: retry "
+                f"it, find the holder (e.g. `fuser {self.path}`), or raise the index's "
+                "lock_timeout"
+            )
+            raise VectorFilesTimeoutError(msg)
