@@ -7,10 +7,12 @@ Usage:
             --data ../shared/data/qasper/dev.jsonl --writes 10
 
 Builds gated over all the papers but the last ``--writes`` (every vector from the embedding
-cache, filled first, untimed), then adds those one ``add_documents`` call each, and prints
-each write's time and their median. Gated's Chroma collections save their HNSW graph after
-every write (``langchain_gated_parent.stores.chroma.SYNC_THRESHOLD``), which a write of a few
-vectors pays for.
+cache, filled first, untimed), then adds those one ``add_documents`` call each, then writes
+each of them again with one metadata value changed (a replace of every section: the texts, and
+so the vectors, are the same), and prints each write's time and their medians. Gated's Chroma
+collections save their HNSW graph after every write
+(``langchain_gated_parent.stores.chroma.SYNC_THRESHOLD``), which a write of a few vectors pays
+for; a replace also saves the paper's stored version first (``stores.undo``).
 """
 
 from __future__ import annotations
@@ -43,14 +45,18 @@ def main() -> None:
         filler.close()
         index = GatedParentIndex(embeddings, directory=Path(tmp) / "index")
         index.add_documents([gated_document(paper) for paper in built])
-        seconds = []
-        for paper in added:
-            started = time.perf_counter()
-            index.add_documents([gated_document(paper)])
-            seconds.append(time.perf_counter() - started)
-    print(f"{len(built)} papers built, then {len(added)} added one a write")
-    print("each write: " + " ".join(f"{s:.2f}" for s in seconds) + " s")
-    print(f"median write {statistics.median(seconds):.2f} s")
+        seconds: dict[str, list[float]] = {"write": [], "replace": []}
+        for kind, revision in (("write", {}), ("replace", {"revision": 2})):
+            for paper in added:
+                document = gated_document(paper)
+                document.metadata.update(revision)
+                started = time.perf_counter()
+                index.add_documents([document])
+                seconds[kind].append(time.perf_counter() - started)
+    print(f"{len(built)} papers built, then {len(added)} added one a write, then replaced")
+    for kind, times in seconds.items():
+        print(f"each {kind}: " + " ".join(f"{s:.2f}" for s in times) + " s")
+        print(f"median {kind} {statistics.median(times):.2f} s")
 
 
 if __name__ == "__main__":

@@ -10,11 +10,14 @@ the docstore (with their sparse rows and section records), parent vectors and ch
 (parents first), and last marks the entries *complete*. At every instant a visible child has a
 visible parent.
 
-Every write holds the index's writer lock (:mod:`~langchain_gated_parent.stores.lock`) from start
-to end, so writers in other processes or on other machines wait their turn. A writer that finds
-an entry still pending (a writer died mid-write) rolls it back first, inside the lock, by deleting
-the ids it names: the document is absent, and re-running the same ingest converges to the state
-of an uninterrupted run. Opening an index never changes it; readers skip documents whose write
+A write that replaces a document first saves its stored version (:mod:`~.stores.undo`), and
+drops it once the entry is complete. Every write holds the index's writer lock
+(:mod:`~langchain_gated_parent.stores.lock`) from start to end, so writers in other processes or
+on other machines wait their turn. A writer that finds an entry still pending (a writer died
+mid-write) rolls it back first, inside the lock: it deletes the ids the entry names and writes
+the saved version back, if any. The document is as it was before the write (its previous
+version, or absent), and re-running the same ingest converges to the state of an uninterrupted
+run. Opening an index never changes it; readers skip documents whose write
 is unfinished, and see what writers commit through the journal's version stamp
 (:mod:`~langchain_gated_parent.stores.journal`).
 """
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from langchain_core.documents import Document
 from langchain_core.runnables.config import run_in_executor
 
 from langchain_gated_parent import keys
@@ -100,8 +104,9 @@ from langchain_gated_parent.stores.section_reads import (
     SectionReads,
     check_cached_sections,
 )
-from langchain_gated_parent.stores.sections import section_of
+from langchain_gated_parent.stores.sections import child_texts, section_of
 from langchain_gated_parent.stores.sparse import SparseRow, open_sparse
+from langchain_gated_parent.stores.undo import SavedVersion
 from langchain_gated_parent.structure import warn_flat_structure
 
 if TYPE_CHECKING:
@@ -111,7 +116,6 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from langchain_chroma import Chroma
-    from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
     from langchain_core.stores import BaseStore
     from numpy.typing import NDArray
@@ -297,6 +301,7 @@ class GatedParentIndex:
         self.journal: Journal = placement.journal
         self.writer_lock = placement.lock
         self.section_store = placement.sections
+        self.undo = placement.undo
         self.sparse: SparseIndex | None = open_sparse(
             docstore, self.name, postings_bytes=DEFAULT_POSTINGS_BYTES if cached_sections else 0
         )
@@ -599,6 +604,9 @@ class GatedParentIndex:
         self, prepared: list[Prepared], manifests: dict[str, dict[str, Any]]
     ) -> None:
         old = {p.doc_id: manifests.get(p.doc_id) or {} for p in prepared}
+        # A rollback's restore (its manifest pending) keeps the version saved for it.
+        replaced = [d for d, entry in old.items() if entry.get("status") == "complete"]
+        self.undo.save([(d, self._saved_version(old[d])) for d in replaced])
         pending = []
         for p in prepared:
             new_parents = [d.metadata[keys.PARENT_ID] for d in p.parents]
@@ -663,6 +671,23 @@ class GatedParentIndex:
                 for p in prepared
             ]
         )
+        self.undo.forget([p.doc_id for p in prepared if old[p.doc_id]])
+
+    def _saved_version(self, manifest: dict[str, Any]) -> SavedVersion:
+        """A document as stored now: its manifest and its section records, each with its parent.
+
+        A record written before records held their parent gets the docstore's copy.
+        """
+        parent_ids = manifest["parents"]
+        records = self.section_store.get(parent_ids)
+        lacking = [pid for pid, r in records.items() if r.parent is None or r.child_terms is None]
+        for pid, parent in zip(lacking, self._read_parents(lacking), strict=True):
+            record = records.pop(pid)
+            if parent is not None:
+                records[pid] = section_of(
+                    parent, record.vector, record.children, record.child_vectors
+                )
+        return SavedVersion(manifest, [records[pid] for pid in parent_ids if pid in records])
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Remove documents from every store; returns how many were present."""
@@ -700,6 +725,7 @@ class GatedParentIndex:
     def recover(self) -> list[str]:
         """Roll back documents whose last write did not finish; returns their ids.
 
+        A replaced document gets its previous version back; a new one is removed.
         Every write does this first, under the writer lock; call it (or ``gated-parent
         recover``) to clean up after a writer died without waiting for the next write. It
         also moves the records of an index of format 2 into the journal.
@@ -811,14 +837,28 @@ class GatedParentIndex:
         self.reads.observe(self._stamp)
 
     def _rollback_unfinished(self) -> list[str]:
-        pending = [d for d, m in self.journal.all_manifests().items() if m["status"] != "complete"]
+        """Put each document whose write did not finish back as it was before that write.
+
+        A replaced document gets its saved version back (written as a replace, so a crash
+        during the restore leaves it pending, to be restored again); a new one, or one being
+        deleted, is removed. Versions saved by writes that finished are dropped.
+        """
+        manifests = self.journal.all_manifests()
+        pending = [d for d, m in manifests.items() if m["status"] != "complete"]
+        saved = self.undo.get(pending)
         if pending:
             logger.warning(
-                "rolling back %d interrupted document write(s): %s",
+                "rolling back %d interrupted document write(s): %s (%d back to their "
+                "previous version)",
                 len(pending),
                 ", ".join(pending),
+                len(saved),
             )
-            self._delete(pending)
+        self._delete([d for d in pending if d not in saved])
+        for doc_id, version in saved.items():
+            with self._changing():
+                self._write_changes([_prepared_of(doc_id, version)], manifests)
+        self.undo.forget(self.undo.doc_ids())
         return pending
 
     # ------------------------------------------------------------------ manifest
@@ -1134,6 +1174,28 @@ def _place(
 async def _run(storage: Executor, function: Callable[..., _T], *args: Any) -> _T:
     """Run a storage step on ``storage`` in a copy of the caller's context (tracing sees it)."""
     return await run_in_executor(storage, copy_context().run, function, *args)
+
+
+def _prepared_of(doc_id: str, version: SavedVersion) -> Prepared:
+    """A saved version, laid out to be written again (its children in the manifest's order)."""
+    sections = version.sections
+    parents = [s.parent for s in sections if s.parent is not None]  # each has (_saved_version)
+    children = [
+        Document(page_content=text, metadata=own)
+        for s, parent in zip(sections, parents, strict=True)
+        for own, text in zip(s.children, child_texts(parent, s.children), strict=True)
+    ]
+    place = {cid: n for n, cid in enumerate(version.manifest["children"])}
+    order = sorted(range(len(children)), key=lambda n: place[children[n].metadata[keys.CHUNK_ID]])
+    return Prepared(
+        doc_id=doc_id,
+        digest=version.manifest["hash"],
+        parents=parents,
+        children=[children[n] for n in order],
+        child_vectors=np.concatenate([s.child_vectors for s in sections])[order],
+        parent_vectors=np.stack([s.vector for s in sections]),
+        pages=version.manifest.get(PAGES_RECORD),
+    )
 
 
 def _sections_of(item: Prepared) -> list[Section]:

@@ -27,7 +27,9 @@ def run(args: argparse.Namespace) -> int:
     if rolled_back:
         echo(
             f"rolled back {len(rolled_back)} unfinished document write(s): "
-            f"{', '.join(rolled_back)}; index them again to restore them"
+            f"{', '.join(rolled_back)}; each is as it was before that write (a replaced "
+            "document has its previous version back, a new one is absent): index them again "
+            "to write them"
         )
     else:
         echo("nothing to recover: every document's last write finished")
@@ -40,8 +42,9 @@ def add(commands: Subparsers) -> None:
         "recover",
         help="roll back writes a crashed writer left unfinished",
         description="Take the index's writer lock (waiting for a live writer), roll back every "
-        "document whose last write did not finish. Every write does this first; this command "
-        "does it now.",
+        "document whose last write did not finish: a replaced document gets its previous "
+        "version back, a new one is removed. Every write does this first; this command does "
+        "it now.",
     )
     add_index_option(parser)
     add_lock_timeout_option(parser)

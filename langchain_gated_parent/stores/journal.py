@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_gated_parent.stores.keyvalue import fast_keys, fast_mget
 from langchain_gated_parent.stores.sections import SectionStore
+from langchain_gated_parent.stores.undo import UndoStore
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -42,6 +43,8 @@ JOURNAL_NAMESPACE_SUFFIX = "/gated-parent-journal"
 """The journal's namespace is the docstore's plus this suffix (e.g. ``parents/gated-...``)."""
 SECTIONS_NAMESPACE_SUFFIX = "/gated-parent-sections"
 """The section records' namespace (:mod:`~langchain_gated_parent.stores.sections`), likewise."""
+UNDO_NAMESPACE_SUFFIX = "/gated-parent-undo"
+"""The namespace of replaced documents' saved versions (:mod:`~.undo`), likewise."""
 LOCK_FILE = "writer.lock"
 LEGACY_CONFIG_KEY = "gp-config"
 """Where format 2 kept its config: in the docstore, beside the parents (refused when found)."""
@@ -159,8 +162,9 @@ class Placement:
     journal: Journal
     lock: WriterLock
     durable: bool
-    sections: SectionStore
     """False when the journal lives in this process's memory only."""
+    sections: SectionStore
+    undo: UndoStore
 
 
 def place(
@@ -193,6 +197,7 @@ def place(
         sections = SectionStore(
             _sql_namespace(sql.engine, sql.namespace + SECTIONS_NAMESPACE_SUFFIX)
         )
+        undo = UndoStore(_sql_namespace(sql.engine, sql.namespace + UNDO_NAMESPACE_SUFFIX))
         lock: WriterLock
         if sql.engine.dialect.name == "postgresql":
             lock = PostgresWriterLock(sql.engine, f"{sql.namespace}:{index_name}")
@@ -202,13 +207,18 @@ def place(
             lock = FileWriterLock(Path(f"{sql.engine.url.database}.{LOCK_FILE}"))
         else:
             return None
-        return Placement(journal, lock, durable=True, sections=sections)
+        return Placement(journal, lock, durable=True, sections=sections, undo=undo)
     if directory is not None:
         engine = _sqlite_engine(directory / sqlite_file)
         journal = Journal(_sql_namespace(engine, "parents" + JOURNAL_NAMESPACE_SUFFIX))
         sections = SectionStore(_sql_namespace(engine, "parents" + SECTIONS_NAMESPACE_SUFFIX))
+        undo = UndoStore(_sql_namespace(engine, "parents" + UNDO_NAMESPACE_SUFFIX))
         return Placement(
-            journal, FileWriterLock(directory / LOCK_FILE), durable=True, sections=sections
+            journal,
+            FileWriterLock(directory / LOCK_FILE),
+            durable=True,
+            sections=sections,
+            undo=undo,
         )
     return None
 
@@ -224,6 +234,7 @@ def in_memory() -> Placement:
         ProcessWriterLock(),
         durable=False,
         sections=SectionStore(InMemoryByteStore()),
+        undo=UndoStore(InMemoryByteStore()),
     )
 
 

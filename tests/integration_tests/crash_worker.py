@@ -16,8 +16,8 @@ Run as ``python -m tests.integration_tests.crash_worker MODE`` from the reposito
 
 Injected kill points need no production hook: the write methods every store write goes through
 (``EncoderBackedStore.mset/mdelete`` for the docstore, ``upsert/delete`` of the sparse index,
-``Collection.upsert/delete`` for the
-parent and child collections) are wrapped, and the child calls
+``save/forget`` of the replaced documents' saved versions, ``Collection.upsert/delete`` for
+the parent and child collections) are wrapped, and the child calls
 ``os.kill(os.getpid(), SIGKILL)`` before or after the Nth call of one of them.
 
 Crash runs use the deterministic FAKE embedding (see ``stores.fake_embeddings``): what a crash
@@ -57,6 +57,10 @@ STEPS = (
     "parents.delete",
     "children.upsert",
     "children.delete",
+    "sparse.upsert",
+    "sparse.delete",
+    "undo.save",
+    "undo.forget",
 )
 """Every kind of write the index makes; a kill point is (step, call number, before|after)."""
 
@@ -132,6 +136,7 @@ def instrumented(hook: Callable[[str, str], None]) -> Iterator[Counter[str]]:
     from langchain_classic.storage.encoder_backed import EncoderBackedStore
 
     from langchain_gated_parent.stores.sparse import PostgresSparseIndex, SqliteSparseIndex
+    from langchain_gated_parent.stores.undo import UndoStore
 
     calls: Counter[str] = Counter()
     originals = {
@@ -143,6 +148,8 @@ def instrumented(hook: Callable[[str, str], None]) -> Iterator[Counter[str]]:
         (SqliteSparseIndex, "delete"): SqliteSparseIndex.delete,
         (PostgresSparseIndex, "upsert"): PostgresSparseIndex.upsert,
         (PostgresSparseIndex, "delete"): PostgresSparseIndex.delete,
+        (UndoStore, "save"): UndoStore.save,
+        (UndoStore, "forget"): UndoStore.forget,
     }
 
     def wrap(owner: type, method: str, original: Any) -> Any:
@@ -151,6 +158,8 @@ def instrumented(hook: Callable[[str, str], None]) -> Iterator[Counter[str]]:
                 step = f"docstore.{method}"
             elif owner in {SqliteSparseIndex, PostgresSparseIndex}:
                 step = f"sparse.{method}"
+            elif owner is UndoStore:
+                step = f"undo.{method}"
             else:
                 step = f"{'parents' if self.name.endswith('-parents') else 'children'}.{method}"
             calls[step] += 1
@@ -199,6 +208,7 @@ def _ingest(request: dict[str, Any], ready: Callable[[], None]) -> None:
         def stage(name: str) -> None:
             if request.get("stages"):
                 stages[name] = snapshot(index)
+                stages[f"counts_{name}"] = dict(calls)
 
         run_script(index, stage)
         elapsed = time.perf_counter() - started

@@ -27,6 +27,7 @@ from langchain_gated_parent.stores.docstore import sql_docstore
 from langchain_gated_parent.stores.journal import (
     JOURNAL_NAMESPACE_SUFFIX,
     SECTIONS_NAMESPACE_SUFFIX,
+    UNDO_NAMESPACE_SUFFIX,
 )
 from langchain_gated_parent.stores.sparse import open_sparse
 
@@ -151,6 +152,7 @@ class StoreSpec:
                 self.namespace,
                 self.namespace + JOURNAL_NAMESPACE_SUFFIX,
                 self.namespace + SECTIONS_NAMESPACE_SUFFIX,
+                self.namespace + UNDO_NAMESPACE_SUFFIX,
             ):
                 store = sql_docstore(self.postgres_url, namespace)
                 store.mdelete(list(store.yield_keys()))
@@ -166,8 +168,9 @@ def snapshot(index: GatedParentIndex) -> dict[str, Any]:
         ``docstore``: key -> (page_content, metadata) for every parent; ``sparse``: the sparse
         index's rows (``None`` without one); ``sections``: parent id -> its section record's
         fields (vectors as lists); ``journal``: key ->
-        record for the config and every manifest; ``parents`` / ``children``: ids, metadatas,
-        documents and an ``embeddings`` matrix in id order.
+        record for the config and every manifest; ``undo``: the documents with a saved
+        version; ``parents`` / ``children``: ids, metadatas, documents and an ``embeddings``
+        matrix in id order.
     """
     docstore_keys = sorted(index.docstore.yield_keys())
     values = index.docstore.mget(docstore_keys)
@@ -204,6 +207,7 @@ def snapshot(index: GatedParentIndex) -> dict[str, Any]:
         "sparse": index.sparse.rows() if index.sparse is not None else None,
         "sections": sections,
         "journal": index.journal.records(),
+        "undo": sorted(index.undo.doc_ids()),
         "parents": collection(index.parents),
         "children": collection(index.children),
     }
@@ -217,6 +221,7 @@ def assert_same_state(actual: dict[str, Any], expected: dict[str, Any]) -> None:
     assert actual["sparse"] == expected["sparse"], "the sparse index differs"
     assert actual["sections"] == expected["sections"], "the section records differ"
     assert actual["journal"] == expected["journal"]
+    assert actual["undo"] == expected["undo"], "the saved versions differ"
     for part in ("parents", "children"):
         got, want = actual[part], expected[part]
         assert got["ids"] == want["ids"], part

@@ -287,9 +287,11 @@ def test_same_answers_compares_each_process_with_the_first(cache_dir: Path) -> N
         assert re.fullmatch(rf"{name} +opening to first answer: median \d+ ms", opened), opened
 
 
-def test_small_writes_times_each_write_of_one_paper(cache_dir: Path) -> None:
-    """``benchmarks.small_writes``: the last papers added one a write, each timed."""
+def test_small_writes_times_each_write_and_replace_of_one_paper(cache_dir: Path) -> None:
+    """``benchmarks.small_writes``: the last papers added one a write, then replaced, timed."""
     lines = _printed("small_writes", cache_dir, "--writes", "2")
-    assert re.fullmatch(r"\d+ papers built, then 2 added one a write", lines[0]), lines[0]
-    assert re.fullmatch(r"each write: [\d.]+ [\d.]+ s", lines[1]), lines[1]
-    assert re.fullmatch(r"median write [\d.]+ s", lines[2]), lines[2]
+    assert re.fullmatch(r"\d+ papers built, then 2 added one a write, then replaced", lines[0])
+    for line, kind in zip(lines[1::2], ("write", "replace"), strict=True):
+        assert re.fullmatch(rf"each {kind}: [\d.]+ [\d.]+ s", line), line
+    for line, kind in zip(lines[2::2], ("write", "replace"), strict=True):
+        assert re.fullmatch(rf"median {kind} [\d.]+ s", line), line

@@ -10,7 +10,9 @@ the Nth call of one of the six kinds of store write) or after a delay. After eve
   was unfinished; ``recover()`` (what the next writer does first, under the writer lock)
   rolls those back and ``verify()`` is ok: no orphan child, no parent without its vector,
   no unfinished write;
-* every document is atomic: absent, or exactly as version 1 or version 2 left it;
+* every document is atomic: absent, or exactly as version 1 or version 2 left it, and a
+  document version 2 replaces is never absent after a kill while version 2 is written (its
+  rollback restores version 1);
 * queries work, and no returned child or parent lacks its parent in the docstore;
 * re-running the same ingest converges to EXACTLY the state of an uninterrupted run (docstore
   keys and contents, parent and child ids, documents, metadata, vectors allclose).
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from langchain_gated_parent.stores.journal import MANIFEST_PREFIX
-from tests.integration_tests.crash_worker import DELETED, Zygote, corpus
+from tests.integration_tests.crash_worker import DELETED, STEPS, Zygote, corpus
 from tests.integration_tests.stores import StoreSpec, assert_same_state
 
 if TYPE_CHECKING:
@@ -43,6 +45,8 @@ EXPECTED_COUNTS = {
     "children.delete": 3,
     "sparse.upsert": 5,
     "sparse.delete": 7,
+    "undo.save": 5,
+    "undo.forget": 12,
 }
 """Store writes of one uninterrupted run of the workload; the kill points below are within."""
 
@@ -50,7 +54,7 @@ KILL_POINTS = [
     ("docstore.mset", 1, "before"),  # a fresh index dies before its config record exists
     ("docstore.mset", 2, "after"),  # first pending manifest written, nothing else
     ("docstore.mset", 3, "after"),  # parents in the docstore, no vectors yet
-    ("docstore.mset", 10, "before"),  # in the middle of version 2
+    ("docstore.mset", 10, "before"),  # late in version 1
     ("docstore.mset", 19, "before"),  # the last write: the second delete's pending mark
     ("docstore.mdelete", 1, "after"),  # first (empty) stale-parent delete of an ingest
     ("docstore.mdelete", 5, "before"),
@@ -65,7 +69,9 @@ KILL_POINTS = [
     ("parents.delete", 3, "before"),
     ("sparse.upsert", 1, "after"),  # parents searchable by terms, no vectors yet
     ("sparse.upsert", 4, "before"),
-    ("sparse.delete", 5, "before"),  # in the deletes: docstore rows gone, term rows not yet
+    ("sparse.delete", 5, "before"),  # a replaced document's stale rows: docstore's gone, terms not
+    ("undo.save", 4, "after"),  # version 1 of doc-0..2 saved, nothing else of version 2 written
+    ("undo.forget", 8, "before"),  # doc-0..2 complete in version 2, their version 1 still saved
     ("sparse.delete", 7, "after"),  # the last delete of the run
 ]
 """Injected SIGKILLs: (store write, call number, before or after the call)."""
@@ -86,6 +92,16 @@ DOUBLE_CRASHES = [
 def zygote() -> Iterator[Zygote]:
     with Zygote() as worker:
         yield worker
+
+
+REPLACED = ("doc-0", "doc-1", "doc-2", "doc-3")
+"""The documents version 2 changes (see ``crash_worker.corpus``)."""
+
+
+def during_version_2(point: tuple[str, int, str], reference: dict[str, Any]) -> bool:
+    """Whether a kill point falls after version 1 was written and before version 2 was."""
+    step, number, _ = point
+    return reference["counts_v1"].get(step, 0) < number <= reference["counts_v2"].get(step, 0)
 
 
 def new_spec(tmp_path: Path) -> StoreSpec:
@@ -128,9 +144,17 @@ def doc_view(state: dict[str, Any], doc_id: str) -> tuple[Any, ...]:
 
 
 def check_after_kill(
-    zygote: Zygote, spec: StoreSpec, reference: dict[str, Any], tmp_path: Path
+    zygote: Zygote,
+    spec: StoreSpec,
+    reference: dict[str, Any],
+    tmp_path: Path,
+    point: tuple[str, int, str] | None = None,
 ) -> dict[str, Any]:
-    """Reopen a killed index in a new process, check it, re-run the ingest, compare."""
+    """Reopen a killed index in a new process, check it, re-run the ingest, compare.
+
+    ``point``: where the ingest was killed, if known (a kill while version 2 was written must
+    leave every replaced document whole, as version 1 or version 2).
+    """
     out = tmp_path / f"check-{uuid.uuid4().hex[:8]}.pkl"
     reply = zygote.request(op="check", spec=spec.to_json(), out=str(out))
     assert reply == {**reply, "status": "exited", "code": 0}, reply
@@ -139,11 +163,15 @@ def check_after_kill(
     assert not set(check["pending"]) & set(check["seen_before_recovery"]), "half a document"
     assert check["verify"] == [], "the recovered index disagrees with itself"
     recovered = check["recovered"]
+    assert recovered["undo"] == [], "a saved version outlived the recovery"
     empty: tuple[Any, ...] = ({}, {}, {}, None)
+    replacing = point is not None and during_version_2(point, reference)
     for document in corpus(1):
         doc_id = document.metadata["doc_id"]
-        allowed = [empty, doc_view(reference["v1"], doc_id), doc_view(reference["v2"], doc_id)]
-        assert doc_view(recovered, doc_id) in allowed, f"{doc_id} is half written"
+        allowed = [doc_view(reference["v1"], doc_id), doc_view(reference["v2"], doc_id)]
+        if not (replacing and doc_id in REPLACED):
+            allowed.append(empty)
+        assert doc_view(recovered, doc_id) in allowed, f"{doc_id} is half written or lost"
     for answer in check["answers"]:
         present = set(answer["present"])
         assert all(parent in present for _, parent in answer["children"]), answer
@@ -155,6 +183,9 @@ def check_after_kill(
 
 def test_an_uninterrupted_run_is_what_the_kill_points_assume(reference: dict[str, Any]) -> None:
     assert reference["counts"] == EXPECTED_COUNTS
+    assert set(EXPECTED_COUNTS) == set(STEPS)
+    # Kills while version 2 is written: each checks that a replace rolls back to version 1.
+    assert sum(during_version_2(point, reference) for point in KILL_POINTS) == 8
     final_docs = {m[1].get("doc_id") for m in reference["final"]["docstore"].values()}
     assert not set(DELETED) & final_docs
     children = {stage: len(reference[stage]["children"]["ids"]) for stage in ("v1", "v2", "final")}
@@ -170,7 +201,7 @@ def test_sigkill_at_an_injected_point(
     reply = zygote.request(op="ingest", spec=spec.to_json(), kill=list(point))
     assert reply["status"] == "killed", f"the kill point was not reached: {reply}"
     assert reply["code"] == 9
-    check_after_kill(zygote, spec, reference, tmp_path)
+    check_after_kill(zygote, spec, reference, tmp_path, point)
 
 
 @pytest.mark.parametrize("fraction", DELAY_FRACTIONS)
@@ -203,4 +234,4 @@ def test_sigkill_during_recovery(
     assert zygote.request(op="ingest", spec=spec.to_json(), kill=list(first))["status"] == "killed"
     reply = zygote.request(op="open", spec=spec.to_json(), kill=list(during_recovery))
     assert reply["status"] == "killed", f"recovery did not reach {during_recovery}: {reply}"
-    check_after_kill(zygote, spec, reference, tmp_path)
+    check_after_kill(zygote, spec, reference, tmp_path, first)

@@ -24,6 +24,7 @@ from langchain_gated_parent.stores.sections import (
     parent_copy,
     section_of,
 )
+from langchain_gated_parent.stores.undo import SavedVersion, UndoStore
 from tests.layout_1 import encode_layout_1
 
 DIMENSION = 4
@@ -246,6 +247,32 @@ def test_the_store_returns_records_in_the_order_asked_and_forgets_deleted_ones()
     assert list(store.get(["P-b", "P-missing", "P-a"])) == ["P-b", "P-a"]
     store.delete(["P-a", "P-unknown"])
     assert store.parent_ids() == {"P-b"}
+
+
+def test_a_saved_version_comes_back_with_its_manifest_and_records_in_order() -> None:
+    undo = UndoStore(InMemoryByteStore())
+    records = [
+        section_of(parent(p), unit_rows(1, n)[0], [child(m) for m in range(n)], unit_rows(n, n))
+        for n, p in enumerate(["P-b", "P-a", "P-c"])
+    ]
+    manifest = {"status": "complete", "hash": "h1", "parents": ["P-b", "P-a", "P-c"]}
+    undo.save([("doc", SavedVersion(manifest, records)), ("other", SavedVersion(manifest, []))])
+    back = undo.get(["missing", "doc"])
+    assert list(back) == ["doc"]
+    assert back["doc"].manifest == manifest
+    assert [r.parent_id for r in back["doc"].sections] == ["P-b", "P-a", "P-c"]
+    for got, want in zip(back["doc"].sections, records, strict=True):
+        assert got.children == want.children
+        assert got.child_terms == want.child_terms
+        assert np.array_equal(got.child_vectors, want.child_vectors)
+        assert got.parent is not None
+        assert want.parent is not None
+        assert (got.parent.page_content, got.parent.metadata) == (
+            want.parent.page_content,
+            want.parent.metadata,
+        )
+    undo.forget(["doc", "unknown"])
+    assert undo.doc_ids() == ["other"]
 
 
 def test_a_kept_section_holds_its_own_vectors() -> None:
