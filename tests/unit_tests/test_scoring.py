@@ -290,8 +290,9 @@ def _learned_reference(  # noqa: PLR0913 (the function's inputs, read one child 
     return out
 
 
+@pytest.mark.parametrize("scores", ["distinct", "tied"])
 @pytest.mark.parametrize("seed", range(5))
-def test_learned_child_scores_match_the_feature_definitions(seed: int) -> None:
+def test_learned_child_scores_match_the_feature_definitions(seed: int, scores: str) -> None:
     rng = np.random.default_rng(seed)
     n_parents = 4
     pids = [f"P-s{i}" for i in range(n_parents)]
@@ -306,7 +307,7 @@ def test_learned_child_scores_match_the_feature_definitions(seed: int) -> None:
         child_weight=0.25,
     )
     gate = scoring.select_gate(pids, candidates.scores, n_parents)
-    sizes = rng.integers(1, 5, n_parents)
+    sizes = rng.integers(1, 12, n_parents)
     parents = [p for p, size in zip(pids, sizes, strict=True) for _ in range(size)]
     child_ids = [
         f"C-s{p[3:]}-{j + 1}" for p, size in zip(pids, sizes, strict=True) for j in range(size)
@@ -315,6 +316,9 @@ def test_learned_child_scores_match_the_feature_definitions(seed: int) -> None:
     n = len(parents)
     cosine = rng.random(n).tolist()
     lexical = rng.random(n).tolist()
+    if scores == "tied":  # siblings of equal scores rank by id ("C-s0-10" before "C-s0-2")
+        cosine = (rng.integers(0, 2, n) / 2).tolist()
+        lexical = [0.5] * n
     starts = rng.integers(0, 50_000, n).tolist()
     ends = [
         start + int(length) for start, length in zip(starts, rng.integers(1, 2000, n), strict=True)
