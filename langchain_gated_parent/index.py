@@ -845,8 +845,8 @@ class GatedParentIndex:
         """
         manifests = self.journal.all_manifests()
         pending = [d for d, m in manifests.items() if m["status"] != "complete"]
-        saved = self.undo.get(pending)
         if pending:
+            saved = self.undo.get(pending)
             logger.warning(
                 "rolling back %d interrupted document write(s): %s (%d back to their "
                 "previous version)",
@@ -854,10 +854,10 @@ class GatedParentIndex:
                 ", ".join(pending),
                 len(saved),
             )
-        self._delete([d for d in pending if d not in saved])
-        for doc_id, version in saved.items():
-            with self._changing():
-                self._write_changes([_prepared_of(doc_id, version)], manifests)
+            self._delete([d for d in pending if d not in saved])
+            for doc_id, version in saved.items():
+                with self._changing():
+                    self._write_changes([_prepared_of(doc_id, version)], manifests)
         self.undo.forget(self.undo.doc_ids())
         return pending
 
