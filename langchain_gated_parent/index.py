@@ -855,9 +855,9 @@ class GatedParentIndex:
                 len(saved),
             )
             self._delete([d for d in pending if d not in saved])
-            for doc_id, version in saved.items():
+            if saved:  # one journalled write, as the interrupted batch was
                 with self._changing():
-                    self._write_changes([_prepared_of(doc_id, version)], manifests)
+                    self._write_changes([_prepared_of(d, v) for d, v in saved.items()], manifests)
         self.undo.forget(self.undo.doc_ids())
         return pending
 
