@@ -243,12 +243,18 @@ class _NearDuplicates:
     """For each candidate, the better-ranked candidates it nearly repeats (cosine > threshold).
 
     Worked out in blocks of growing size as the scan reaches them, since with a small ``limit``
-    it stops after a few candidates. A block is a stack of matrix-vector products, which numpy
-    runs one after another on the calling thread. A matrix product of this size (84 x 84 at k
-    60) goes to BLAS threads, which then spin beside onnxruntime's and slowed every query of
-    the process (flat-para's too: BENCHMARKS.md, "What a query reads"). One product per kept
-    child, each called from Python, made the whole dedupe cost 0.44 ms a query against 0.28.
+    it stops after a few candidates. Each candidate is compared with the better-ranked ones
+    only, by products of a few rows each, small enough that OpenBLAS runs them on the calling
+    thread: a product of a whole block (84 x 84 at k 60) goes to BLAS threads, which then spin
+    beside onnxruntime's and slowed every query of the process (flat-para's too:
+    BENCHMARKS.md, "What a query reads"). One product per kept child, called from Python, made
+    the whole dedupe cost 0.44 ms a query against 0.28 for a stack of matrix-vector products
+    over the whole block; these row products take about half that stack's time.
     """
+
+    ONE_THREAD = 1 << 18
+    """Multiply-adds of a product OpenBLAS runs on the calling thread (65,536 times its
+    default ``GEMM_MULTITHREAD_THRESHOLD``, 4)."""
 
     FIRST_BLOCK = 16
     """Candidates worked out at first, or the ``limit`` and :data:`PAST_LIMIT` more if more."""
@@ -272,7 +278,11 @@ class _NearDuplicates:
 
     def _work_out(self, upto: int) -> None:
         start, ordered = self._known, self._ordered
-        similar = np.matmul(ordered[None, :upto], ordered[start:upto, :, None])[..., 0]
+        similar = np.zeros((upto - start, upto), dtype=ordered.dtype)  # row: a place, from start
+        rows = max(1, self.ONE_THREAD // (upto * ordered.shape[1]))
+        for first in range(start, upto, rows):
+            last = min(first + rows, upto)
+            similar[first - start : last - start, :last] = ordered[first:last] @ ordered[:last].T
         places, others = np.nonzero(similar > self._threshold)
         places += start
         earlier = others < places  # not itself, nor a worse-ranked one
@@ -467,6 +477,20 @@ _LEARNED_BLEND = 0.3
 """The lexical share of the child score that orders children inside a parent (as fitted)."""
 
 
+_COLUMN = {name: column for column, name in enumerate(LEARNED_FEATURES)}
+_PARENT_FEATURES = (
+    "parent_score",
+    "parent_dense",
+    "parent_title",
+    "parent_best_child",
+    "log_gate_rank",
+    "parent_from_terms",
+    "parent_from_children",
+)
+"""The features a parent's children share, in :func:`_parent_features`' column order."""
+_PARENT_COLUMNS = [_COLUMN[name] for name in _PARENT_FEATURES]
+
+
 def learned_child_scores(  # noqa: PLR0913 (parallel arrays of one child list)
     *,
     cosine: ArrayLike,
@@ -490,53 +514,52 @@ def learned_child_scores(  # noqa: PLR0913 (parallel arrays of one child list)
     children, and ``numeric`` (a numeric question, :func:`classify_question`) times its cosine.
     The score is ``sigmoid(features @ LEARNED_WEIGHTS + LEARNED_BIAS)``; only its order matters.
     """
-    cos = np.asarray(cosine, dtype=np.float64)
-    lex = np.asarray(lexical, dtype=np.float64)
     n = len(child_ids)
     if n == 0:
         return np.zeros(0)
-    opened = {g.parent_id: g for g in gate}
-    at = {pid: i for i, pid in enumerate(candidates.ids)}
-    blended: list[float] = blend(cos, lex, _LEARNED_BLEND).tolist()
-    rank_in_parent = np.zeros(n)
-    by_parent: dict[str, list[int]] = {}
-    for row, pid in enumerate(child_parent_ids):
-        by_parent.setdefault(pid, []).append(row)
-    for rows in by_parent.values():
-        for rank, row in enumerate(sorted(rows, key=lambda r: (-blended[r], child_ids[r])), 1):
-            rank_in_parent[row] = rank
-    cos_rank = np.empty(n)
-    cos_rank[np.argsort(-cos, kind="stable")] = np.arange(1, n + 1)
-    parent_rows = [at[pid] for pid in child_parent_ids]
-    parts = np.asarray(candidates.parts, dtype=np.float64)[parent_rows]
-    found_by = candidates.sources
-    from_terms = np.array([GateSource.SPARSE in found for found in found_by], float)[parent_rows]
-    from_children = np.array([GateSource.CHILDREN in found for found in found_by], float)[
-        parent_rows
-    ]
-    gated = [opened[pid] for pid in child_parent_ids]
+    cos = np.asarray(cosine, dtype=np.float64)
+    lex = np.asarray(lexical, dtype=np.float64)
+    features = np.empty((n, len(LEARNED_FEATURES)))
+    features[:, _COLUMN["cosine"]] = cos
+    features[:, _COLUMN["lexical"]] = lex
+    # What the children of one opened parent share is worked out once per parent.
+    of_gate = {g.parent_id: row for row, g in enumerate(gate)}
+    gate_rows = np.array([of_gate[pid] for pid in child_parent_ids])
+    features[:, _PARENT_COLUMNS] = _parent_features(gate, candidates)[gate_rows]
+    # Each child's rank inside its parent, by blended score, ties by id.
+    blended = blend(cos, lex, _LEARNED_BLEND)
+    order = np.lexsort((np.array(child_ids), -blended, gate_rows))
+    grouped = gate_rows[order]
+    rank_in_parent = np.empty(n)
+    rank_in_parent[order] = np.arange(1, n + 1) - np.searchsorted(grouped, grouped)
+    features[:, _COLUMN["log_rank_in_parent"]] = np.log(rank_in_parent)
+    features[:, _COLUMN["best_in_parent"]] = rank_in_parent == 1
     index = np.array([int(c.rsplit("-", 1)[1]) for c in child_ids], dtype=np.float64)
     counts = np.asarray(child_counts, dtype=np.float64)
-    features = np.column_stack(
-        (
-            cos,
-            lex,
-            [g.score for g in gated],
-            parts[:, 0],
-            parts[:, 1],
-            parts[:, 2],
-            np.log([g.rank for g in gated]),
-            np.log(rank_in_parent),
-            (rank_in_parent == 1).astype(float),
-            from_terms,
-            from_children,
-            (index - 1) / np.maximum(counts - 1, 1),
-            np.log1p(np.asarray(ends, dtype=np.float64) - np.asarray(starts, dtype=np.float64)),
-            np.log1p(np.asarray(starts, dtype=np.float64) / 1000),
-            np.log(cos_rank),
-            float(numeric) * cos,
-        )
-    )
+    features[:, _COLUMN["position_in_section"]] = (index - 1) / np.maximum(counts - 1, 1)
+    begin = np.asarray(starts, dtype=np.float64)
+    features[:, _COLUMN["log_characters"]] = np.log1p(np.asarray(ends, dtype=np.float64) - begin)
+    features[:, _COLUMN["log_offset_k"]] = np.log1p(begin / 1000)
+    cos_rank = np.empty(n)
+    cos_rank[np.argsort(-cos, kind="stable")] = np.arange(1, n + 1)
+    features[:, _COLUMN["log_cosine_rank"]] = np.log(cos_rank)
+    features[:, _COLUMN["numeric_x_cosine"]] = float(numeric) * cos
     logits: NDArray[np.float64] = features @ np.asarray(LEARNED_WEIGHTS) + LEARNED_BIAS
     squashed: NDArray[np.float64] = 1.0 / (1.0 + np.exp(-logits))
     return squashed
+
+
+def _parent_features(
+    gate: Sequence[GatedParent], candidates: GateCandidates
+) -> NDArray[np.float64]:
+    """One row of :data:`_PARENT_FEATURES` per opened parent, in gate order."""
+    at = {pid: row for row, pid in enumerate(candidates.ids)}
+    shared = np.empty((len(gate), len(_PARENT_FEATURES)))
+    for row, g in enumerate(gate):
+        found = candidates.sources[at[g.parent_id]]
+        dense, title, child = candidates.parts[at[g.parent_id]][:3]
+        in_terms, in_children = GateSource.SPARSE in found, GateSource.CHILDREN in found
+        shared[row] = (g.score, dense, title, child, g.rank, in_terms, in_children)
+    rank = _PARENT_FEATURES.index("log_gate_rank")
+    shared[:, rank] = np.log(shared[:, rank])
+    return shared
