@@ -725,7 +725,8 @@ class GatedParentIndex:
     def recover(self) -> list[str]:
         """Roll back documents whose last write did not finish; returns their ids.
 
-        A replaced document gets its previous version back; a new one is removed.
+        A replaced document gets its previous version back; a new one is removed. Versions
+        saved by a write that finished (its process died before dropping them) are dropped.
         Every write does this first, under the writer lock; call it (or ``gated-parent
         recover``) to clean up after a writer died without waiting for the next write. It
         also moves the records of an index of format 2 into the journal.
@@ -1042,6 +1043,7 @@ class GatedParentIndex:
         expected_children = {c for m in manifests.values() for c in m.get("children", [])}
         records = self.section_store.parent_ids()
         indexed = stored_parents if self.sparse is None else self.sparse.parent_ids()
+        unfinished = {d for d, m in manifests.items() if m.get("status") != "complete"}
         checks = [
             ("parent without a section record", stored_parents - records),
             ("section record without a parent", records - stored_parents),
@@ -1063,10 +1065,9 @@ class GatedParentIndex:
                 "orphan child (parent missing)",
                 {c for c, p in child_parent.items() if p not in stored_parents},
             ),
-            (
-                "unfinished write",
-                {d for d, m in manifests.items() if m.get("status") != "complete"},
-            ),
+            ("unfinished write", unfinished),
+            # A crash between a write's last step and dropping its saved versions leaves them.
+            ("saved version of a finished write", set(self.undo.doc_ids()) - unfinished),
             (
                 "stored postings out of step with the term index",
                 set() if self.sparse is None else set(self.sparse.out_of_step_terms()),

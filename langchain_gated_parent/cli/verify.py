@@ -25,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
     for problem in report.problems:
         echo(problem)
     msg = (
-        f"{len(report.problems)} problem(s) in {args.index} ({counts}); re-index the documents "
+        f"{len(report.problems)} problem(s) in {args.index} ({counts}); an unfinished write or a "
+        "saved version is mended by `gated-parent recover`; otherwise re-index the documents "
         "named above, or rebuild the index"
     )
     raise CliError(msg)

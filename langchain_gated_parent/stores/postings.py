@@ -219,10 +219,14 @@ class CachedPostings:
             found = postings[term]
             scores[found.rows] += found.weights
         hit = np.flatnonzero((scores > 0) & rows.live)
-        if len(hit) > n:
-            hit = hit[np.argpartition(-scores[hit], n - 1)[:n]]
-        best = hit[np.lexsort((hit, -scores[hit]))]
-        return [(str(rows.parent_ids[r]), float(scores[r])) for r in best]
+        if len(hit) > n:  # the n best, and every row that ties the n-th
+            cut = np.partition(scores[hit], len(hit) - n)[len(hit) - n]
+            hit = hit[scores[hit] >= cut]
+        # Ties by parent id, as the PostgreSQL term index ranks: the same content ranks the
+        # same whatever order its rows were written in.
+        kept = zip(rows.parent_ids[hit].tolist(), scores[hit].tolist(), strict=True)
+        ranked = sorted(kept, key=lambda parent_score: (-parent_score[1], parent_score[0]))
+        return [(str(parent_id), score) for parent_id, score in ranked[:n]]
 
     def _read_rows(self) -> _Rows:
         stored = self._stored.complete(self._run)

@@ -73,7 +73,10 @@ class SparseIndex(Protocol):
     def search(
         self, query: str, n: int, doc_ids: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
-        """The ``n`` best ``(parent_id, score)``, best first, scores > 0; ``doc_ids`` filters."""
+        """The ``n`` best ``(parent_id, score)``, best first, scores > 0; ``doc_ids`` filters.
+
+        Equal scores go by parent id, whatever order the rows were written in.
+        """
         ...
 
     def count(self) -> int:
@@ -221,9 +224,10 @@ class SqliteSparseIndex:
         """FTS5 ``bm25()`` over any of the question's terms (negated: higher is better).
 
         Across the collection it is computed from the postings kept in memory; with a filter
-        (a few documents' rows), or while a write is under way, FTS5 ranks. Sent as driver SQL
-        (no statement compiled per query): the gate runs this on every query, and compiling
-        cost a quarter of it.
+        (a few documents' rows), or while a write is under way, FTS5 ranks. Equal scores go
+        by parent id on every path, as in PostgreSQL, not by the order rows were written. Sent
+        as driver SQL (no statement compiled per query): the gate runs this on every query, and
+        compiling cost a quarter of it.
         """
         terms = query_terms(query)
         if not terms or n < 1:
@@ -233,23 +237,27 @@ class SqliteSparseIndex:
         match = " OR ".join(f'"{t}"' for t in terms)
         fts, ids = self._fts, self._ids
         if doc_ids is None:
-            # Rank inside FTS5, then look up the ids of the best n only, not of every match.
-            sql = (
+            # Rank inside FTS5, then look up the ids of the best n and one more only, not of
+            # every match: only a tie at the cut needs every match's id.
+            best = self._ranked(
                 f"SELECT d.parent_id, -h.r FROM (SELECT rowid AS id, bm25({fts}) AS r "  # noqa: S608
-                f"FROM {fts} WHERE {fts} MATCH ? ORDER BY r LIMIT ?) h "
-                f"JOIN {ids} d ON d.id = h.id ORDER BY h.r"
+                f"FROM {fts} WHERE {fts} MATCH ? ORDER BY r LIMIT ?) h JOIN {ids} d ON d.id = h.id",
+                (match, n + 1),
             )
-            values: tuple[Any, ...] = (match, n)
-        else:
-            sql = (
-                f"SELECT d.parent_id, -bm25({fts}) AS score FROM {fts} "  # noqa: S608
-                f"JOIN {ids} d ON d.id = {fts}.rowid WHERE {fts} MATCH ? "
-                f"AND d.doc_id IN ({', '.join('?' * len(doc_ids))}) ORDER BY bm25({fts}) LIMIT ?"
-            )
-            values = (match, *doc_ids, n)
+            if len(best) <= n or best[n][1] != best[n - 1][1]:
+                return best[:n]
+        documents = "" if doc_ids is None else f"AND d.doc_id IN ({', '.join('?' * len(doc_ids))}) "
+        return self._ranked(
+            f"SELECT d.parent_id, -bm25({fts}) FROM {fts} JOIN {ids} d ON d.id = {fts}.rowid "  # noqa: S608
+            f"WHERE {fts} MATCH ? {documents}ORDER BY bm25({fts}), d.parent_id LIMIT ?",
+            (match, *(doc_ids or ()), n),
+        )
+
+    def _ranked(self, sql: str, values: tuple[Any, ...]) -> list[tuple[str, float]]:
+        """A term search's ``(parent_id, score)`` rows, best first, ties by parent id."""
         with self._engine.connect() as conn:
             rows = conn.exec_driver_sql(sql, values).all()
-        return [(str(p), float(s)) for p, s in rows]
+        return sorted(((str(p), float(s)) for p, s in rows), key=lambda row: (-row[1], row[0]))
 
     def count(self) -> int:
         """Rows in the index."""

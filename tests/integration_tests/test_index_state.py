@@ -317,6 +317,34 @@ def test_verify_finds_a_section_record_whose_parent_copy_differs(tmp_path: Path)
     ]
 
 
+def test_verify_finds_a_saved_version_a_finished_write_left_and_recover_drops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(1))
+    replaced = [f"doc-{i}" for i in range(4)]
+
+    forget = index.undo.forget
+
+    def crash(doc_ids: list[str]) -> None:  # the process dies before it drops them
+        if doc_ids:  # (a write first drops what earlier writes left: nothing here)
+            msg = "killed"
+            raise RuntimeError(msg)
+        forget(doc_ids)
+
+    monkeypatch.setattr(index.undo, "forget", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        index.add_documents(corpus(2))  # doc-0 to doc-3 change, and their write completes
+    monkeypatch.undo()
+    reopened = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    assert reopened.verify().problems == [
+        f"saved version of a finished write: {doc_id}" for doc_id in replaced
+    ]
+    assert reopened.recover() == []  # no write was unfinished: nothing is rolled back
+    assert reopened.undo.doc_ids() == []
+    assert reopened.verify().ok, reopened.verify().problems
+
+
 def test_an_index_of_format_2_is_refused_with_the_fix(tmp_path: Path) -> None:
     index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     index.add_documents(corpus(1))

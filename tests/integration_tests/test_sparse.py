@@ -174,6 +174,43 @@ def test_the_gate_without_sparse_and_child_search_is_the_dense_gate(spec: StoreS
     assert any(d.metadata["parent_id"] == target for d in hybrid.documents)
 
 
+@pytest.mark.parametrize("cached_sections", [None, 0], ids=["postings kept", "FTS5 ranks"])
+def test_equal_term_scores_rank_by_parent_id_whatever_order_they_were_written_in(
+    spec: StoreSpec, cached_sections: int | None
+) -> None:
+    """Six documents of the same text tie; the three kept are the same after two are rewritten.
+
+    On a folder, the term search ranks from the postings it keeps once it has seen a quiet
+    index, or (kept none, or a filter) in FTS5; PostgreSQL ranks in SQL.
+    """
+    options = {} if cached_sections is None else {"cached_sections": cached_sections}
+    index = spec.open(fake_embeddings(), **options)
+
+    def note(doc_id: str) -> Document:
+        text = f"# Notes\n\nA shared note on the {RARE} response.\n"
+        return Document(page_content=text, metadata={"doc_id": doc_id, "format": "markdown"})
+
+    for doc_id in ("d3", "d1", "d5", "d0", "d4", "d2"):  # one write each: rows in this order
+        index.add_documents([note(doc_id)])
+    index.refresh()  # a quiet index seen: the postings can be kept
+    every = index.search_sparse(RARE, 20)
+    assert len(every) == 6
+    assert len({score for _, score in every}) == 1  # all tie
+    assert [pid for pid, _ in every] == sorted(pid for pid, _ in every)
+    best = [pid for pid, _ in index.search_sparse(RARE, 3)]
+    assert best == [pid for pid, _ in every[:3]]
+    some = ["d5", "d0", "d2", "d4"]
+    in_some = [pid for pid, _ in index.search_sparse(RARE, 2, {"doc_id": {"$in": some}})]
+    assert in_some == [pid for pid, _ in every if pid.split(":")[0][2:] in some][:2]
+
+    index.delete(["d0", "d1"])  # and written again, after the others
+    for doc_id in ("d1", "d0"):
+        index.add_documents([note(doc_id)])
+    index.refresh()
+    assert [pid for pid, _ in index.search_sparse(RARE, 3)] == best
+    assert [pid for pid, _ in index.search_sparse(RARE, 2, {"doc_id": {"$in": some}})] == in_some
+
+
 def test_verify_names_a_term_index_row_out_of_step_with_the_parents(spec: StoreSpec) -> None:
     """A row lost from the term index, or one left for a parent that is gone, is reported."""
     from langchain_gated_parent.stores.sparse import SparseRow
