@@ -219,12 +219,13 @@ class CachedPostings:
             found = postings[term]
             scores[found.rows] += found.weights
         hit = np.flatnonzero((scores > 0) & rows.live)
+        hit_scores = scores[hit]
         if len(hit) > n:  # the n best, and every row that ties the n-th
-            cut = np.partition(scores[hit], len(hit) - n)[len(hit) - n]
-            hit = hit[scores[hit] >= cut]
+            best = hit_scores >= np.partition(hit_scores, len(hit) - n)[len(hit) - n]
+            hit, hit_scores = hit[best], hit_scores[best]
         # Ties by parent id, as the PostgreSQL term index ranks: the same content ranks the
         # same whatever order its rows were written in.
-        kept = zip(rows.parent_ids[hit].tolist(), scores[hit].tolist(), strict=True)
+        kept = zip(rows.parent_ids[hit].tolist(), hit_scores.tolist(), strict=True)
         ranked = sorted(kept, key=lambda parent_score: (-parent_score[1], parent_score[0]))
         return [(str(parent_id), score) for parent_id, score in ranked[:n]]
 
