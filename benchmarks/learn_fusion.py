@@ -500,13 +500,6 @@ def evaluate(data: Data, ranked_ids: list[list[str]], encoding: Any) -> dict[str
     return {"ndcg@10": float(np.mean(ndcg)), "evr@2048": float(np.mean(evr))}
 
 
-def default_scores(d: dict[str, Any]) -> np.ndarray:
-    X = d["q"]["X"]
-    c = FEATURES_RAW.index
-    scores: np.ndarray = 0.4 * X[:, c("s_p")] + 0.6 * (0.7 * X[:, c("cos")] + 0.3 * X[:, c("bm25")])
-    return scores
-
-
 def fit_main(args: argparse.Namespace) -> None:
     from langchain_gated_parent.tokens import get_encoding
 

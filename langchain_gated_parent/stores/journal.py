@@ -161,8 +161,6 @@ class Placement:
 
     journal: Journal
     lock: WriterLock
-    durable: bool
-    """False when the journal lives in this process's memory only."""
     sections: SectionStore
     undo: UndoStore
 
@@ -207,18 +205,14 @@ def place(
             lock = FileWriterLock(Path(f"{sql.engine.url.database}.{LOCK_FILE}"))
         else:
             return None
-        return Placement(journal, lock, durable=True, sections=sections, undo=undo)
+        return Placement(journal, lock, sections=sections, undo=undo)
     if directory is not None:
         engine = _sqlite_engine(directory / sqlite_file)
         journal = Journal(_sql_namespace(engine, "parents" + JOURNAL_NAMESPACE_SUFFIX))
         sections = SectionStore(_sql_namespace(engine, "parents" + SECTIONS_NAMESPACE_SUFFIX))
         undo = UndoStore(_sql_namespace(engine, "parents" + UNDO_NAMESPACE_SUFFIX))
         return Placement(
-            journal,
-            FileWriterLock(directory / LOCK_FILE),
-            durable=True,
-            sections=sections,
-            undo=undo,
+            journal, FileWriterLock(directory / LOCK_FILE), sections=sections, undo=undo
         )
     return None
 
@@ -232,7 +226,6 @@ def in_memory() -> Placement:
     return Placement(
         Journal(InMemoryByteStore()),
         ProcessWriterLock(),
-        durable=False,
         sections=SectionStore(InMemoryByteStore()),
         undo=UndoStore(InMemoryByteStore()),
     )
