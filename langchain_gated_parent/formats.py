@@ -5,14 +5,14 @@ everything a record holds is already stored (the parents in the docstore, the ve
 children's metadata in the vector store), so the upgrade reads them and writes the records,
 once, under the writer lock (:meth:`~langchain_gated_parent.index.GatedParentIndex.recover`,
 ``gated-parent recover``, or any write). Format 5's records also hold their parent, and
-format 6 writes them in layout 2 (:func:`~.stores.sections.encode`). A record of format 4 or 5
-is read as it is (a format-4 record's parent from the docstore), so those upgrades only mark
-the index format 6 (the same writes), and the records its later writes make are of this
-format. An earlier release reading such a record would misread its bytes: the mark makes it
-refuse the index instead. Older formats stored other metadata keys and are refused: they have
-to be rebuilt.
+format 6 writes them in layout 2, format 7 in layout 3, whose vectors are float16
+(:func:`~.stores.sections.encode`). A record of format 4, 5 or 6 is read as it is (a format-4
+record's parent from the docstore), so those upgrades only mark the index format 7 (the same
+writes), and the records its later writes make are of this format. An earlier release
+reading such a record would misread its bytes: the mark makes it refuse the index instead.
+Older formats stored other metadata keys and are refused: they have to be rebuilt.
 
-Within formats 4 to 6, parent vectors written before they carried their own ``parent_id`` lack
+Within formats 4 to 7, parent vectors written before they carried their own ``parent_id`` lack
 it; the same writes add it (``ChromaVectors.name_parents``), and until then a filter naming
 ``parent_id`` beside other keys, which only the vector store can answer, is refused rather
 than left to match nothing.
@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     from langchain_gated_parent.stores.chroma import ChromaVectors
     from langchain_gated_parent.stores.sections import SectionStore
 
-FORMAT_VERSION = 6
-"""6: section records are written in layout 2 (:func:`~.stores.sections.encode`). 5: a section
+FORMAT_VERSION = 7
+"""7: section records are written in layout 3, their vectors as float16
+(:func:`~.stores.sections.encode`). 6: in layout 2. 5: a section
 record holds its parent. 4: each parent has a section record
 (:mod:`~langchain_gated_parent.stores.sections`). 3: structural metadata keys carry the ``gp_``
 prefix (see :mod:`~langchain_gated_parent.keys`), and config and manifests live in a journal of
@@ -52,7 +53,9 @@ PARENTLESS_RECORDS = 4
 """The older format whose records lack their parent (read from the docstore instead)."""
 LAYOUT_1_RECORDS = 5
 """The older format whose records all have layout 1."""
-READ_AS_IS = (PARENTLESS_RECORDS, LAYOUT_1_RECORDS)
+LAYOUT_2_RECORDS = 6
+"""The older format whose records have layout 2 (float32 vectors) or 1."""
+READ_AS_IS = (PARENTLESS_RECORDS, LAYOUT_1_RECORDS, LAYOUT_2_RECORDS)
 """The older formats that are read as they are and only marked :data:`FORMAT_VERSION` by a
 write."""
 UPGRADE_BATCH = 256

@@ -104,13 +104,13 @@ from langchain_gated_parent.stores.section_reads import (
     SectionReads,
     check_cached_sections,
 )
-from langchain_gated_parent.stores.sections import child_texts, section_of
+from langchain_gated_parent.stores.sections import LAYOUT, child_texts, section_of
 from langchain_gated_parent.stores.sparse import SparseRow, open_sparse
 from langchain_gated_parent.stores.undo import SavedVersion
 from langchain_gated_parent.structure import warn_flat_structure
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
     from concurrent.futures import Executor
 
     from chromadb.api import ClientAPI
@@ -676,7 +676,9 @@ class GatedParentIndex:
     def _saved_version(self, manifest: dict[str, Any]) -> SavedVersion:
         """A document as stored now: its manifest and its section records, each with its parent.
 
-        A record written before records held their parent gets the docstore's copy.
+        A record written before records held their parent gets the docstore's copy. The vectors
+        are the vector store's (float32; a record keeps float16 copies), so a rollback writes
+        back the very vectors it replaced; a vector missing there keeps the record's.
         """
         parent_ids = manifest["parents"]
         records = self.section_store.get(parent_ids)
@@ -687,7 +689,17 @@ class GatedParentIndex:
                 records[pid] = section_of(
                     parent, record.vector, record.children, record.child_vectors
                 )
-        return SavedVersion(manifest, [records[pid] for pid in parent_ids if pid in records])
+        stored_parents, stored_children = self.vectors.vectors_of(
+            list(records), [str(own[keys.CHUNK_ID]) for r in records.values() for own in r.children]
+        )
+        return SavedVersion(
+            manifest,
+            [
+                _with_vectors(records[pid], stored_parents, stored_children)
+                for pid in parent_ids
+                if pid in records
+            ],
+        )
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Remove documents from every store; returns how many were present."""
@@ -791,8 +803,9 @@ class GatedParentIndex:
             self._put_config()
             logger.info(
                 "marked the index format %d: section records written from now on have layout "
-                "2 and hold their parent (those written before are read as they are)",
+                "%d and hold their parent (those written before are read as they are)",
                 FORMAT_VERSION,
+                LAYOUT,
             )
         if self.vectors.save_every_write():
             logger.info("the vector collections now save their HNSW graph after every write")
@@ -1196,6 +1209,23 @@ def _prepared_of(doc_id: str, version: SavedVersion) -> Prepared:
         child_vectors=np.concatenate([s.child_vectors for s in sections])[order],
         parent_vectors=np.stack([s.vector for s in sections]),
         pages=version.manifest.get(PAGES_RECORD),
+    )
+
+
+def _with_vectors(
+    record: Section,
+    parents: Mapping[str, NDArray[np.float32]],
+    children: Mapping[str, NDArray[np.float32]],
+) -> Section:
+    """``record`` with the vector store's vectors wherever it has them (``_saved_version``)."""
+    rows = [
+        children.get(str(own[keys.CHUNK_ID]), row)
+        for own, row in zip(record.children, record.child_vectors, strict=True)
+    ]
+    return replace(
+        record,
+        vector=parents.get(record.parent_id, record.vector),
+        child_vectors=np.array(rows, dtype=np.float32).reshape(record.child_vectors.shape),
     )
 
 

@@ -402,6 +402,28 @@ class ChromaVectors:
             for pid, meta in zip(found["ids"], found["metadatas"] or [], strict=True)
         }
 
+    def vectors_of(
+        self, parent_ids: list[str], child_ids: list[str]
+    ) -> tuple[dict[str, NDArray[np.float32]], dict[str, NDArray[np.float32]]]:
+        """The stored vectors of these parents and children, by id (absent ones left out).
+
+        As they were written, in float32: a replaced document's saved version takes them from
+        here, since its section records keep float16 copies.
+        """
+        return self._stored_vectors(self.parents, parent_ids), self._stored_vectors(
+            self.children, child_ids
+        )
+
+    def _stored_vectors(
+        self, collection: Collection, ids: list[str]
+    ) -> dict[str, NDArray[np.float32]]:
+        if not ids:
+            return {}
+        with self.reading():
+            got = read_racing(lambda: collection.get(ids=ids, include=["embeddings"]))
+        vectors = np.asarray(got["embeddings"], dtype=np.float32)
+        return dict(zip(got["ids"], vectors, strict=True))
+
     def search_parents(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None
     ) -> list[tuple[str, float]]:

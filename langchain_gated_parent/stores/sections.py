@@ -8,10 +8,10 @@ searches themselves. A section record holds, for one parent, its document, its h
 its own vector, and each child's id, own metadata and vector, packed into one value and read
 by key. A record also holds a copy of its parent (text and metadata), so opening a section
 for the first time is one read, not a second one of the docstore, whose parents would
-otherwise be read and revived as LangChain documents beside the records. Its layout (2, see
+otherwise be read and revived as LangChain documents beside the records. Its layout (3, see
 :func:`encode`) is read with few parses and objects, since a query's first reads of records
-are most of what it costs beyond the vector search; records of layout 1, written before,
-are read as they are. The records live in
+are most of what it costs beyond the vector search; records of layouts 1 and 2, written
+before, are read as they are. The records live in
 a key-value namespace next to the journal (in the docstore's
 database, in the index folder's SQLite file, or in memory), are written by the same journalled
 writes under the same writer lock, and are deleted with their parent.
@@ -44,24 +44,34 @@ __all__ = ["SectionStore", "child_texts", "decode", "encode", "parent_copy", "se
 
 _LENGTHS = struct.Struct("<II")
 """A layout-1 record starts with the byte lengths of its JSON header and of its children's JSON."""
-LAYOUT = 2
-"""The record layout :func:`encode` writes (layout 1: a JSON header, each child's metadata as
-one JSON object, and terms to be made searchable on every read)."""
+LAYOUT = 3
+"""The record layout :func:`encode` writes (layout 2: the same with float32 vectors; layout 1:
+a JSON header, each child's metadata as one JSON object, and terms to be made searchable on
+every read)."""
+VECTOR_TYPES = {2: "<f4", LAYOUT: "<f2"}
+"""The vectors' type in each marked layout. Layout 3 keeps float16, half the bytes: the vectors
+are of length 1, so a cosine from them is off by at most about 1e-3, and on QASPER dev every
+measure came out the same to five decimals in both settings (BENCHMARKS.md, "Build time, disk
+and memory"); the vector store keeps its own float32 copies for its searches."""
 _MARK = 0xFFFFFFFF
-"""A layout-2 record starts with this where a layout-1 record has its header's size (4 GiB)."""
+"""A marked record (layout 2 or later) starts with this where a layout-1 record has its
+header's size (4 GiB)."""
 _MARKED = struct.pack("<I", _MARK)
 _FIELDS = struct.Struct("<12I")
-"""A layout-2 record's fixed fields: the mark, the layout, the vectors' dimension, the child
+"""A marked record's fixed fields: the mark, the layout, the vectors' dimension, the child
 count, the terms' rule, then the byte sizes of the parent id, the document id, the headings,
 the children's metadata, the parent's id and metadata, the parent's text and the terms."""
 _OWN_SIZE = 8
-"""Where the children's metadata size is among a layout-2 record's fixed fields."""
+"""Where the children's metadata size is among a marked record's fixed fields."""
 VERIFY_BATCH = 256
 """Records read at a time when their parents' copies are checked."""
 
 
-def encode(section: Section) -> bytes:
-    """A record as bytes (layout 2): fixed fields, header strings, vectors, then the rest.
+def encode(section: Section, *, layout: int = LAYOUT) -> bytes:
+    """A record as bytes (layout 3): fixed fields, header strings, vectors, then the rest.
+
+    ``layout=2`` keeps the vectors in float32, for a saved version (:mod:`~.undo`), which
+    writes them back to the vector store as they were.
 
     What a read of many candidates needs (ids, headings, child count, the parent's vector)
     comes first and is read without JSON, so a header read skips the rest (see :func:`decode`).
@@ -85,7 +95,7 @@ def encode(section: Section) -> bytes:
     dimension = int(section.vector.shape[0])
     fields = _FIELDS.pack(
         _MARK,
-        LAYOUT,
+        layout,
         dimension,
         section.child_count,
         TERMS_RULE,
@@ -93,17 +103,18 @@ def encode(section: Section) -> bytes:
         *map(len, blobs),
     )
     head = fields + b"".join(strings)
-    vectors = np.vstack([section.vector[None, :], section.child_vectors]).astype("<f4")
-    return b"".join([head, bytes(-len(head) % 4), vectors.tobytes(), *blobs])
+    vectors = np.vstack([section.vector[None, :], section.child_vectors])
+    stored = vectors.astype(VECTOR_TYPES[layout]).tobytes()
+    return b"".join([head, bytes(-len(head) % 4), stored, *blobs])
 
 
 def decode(raw: bytes, *, children: bool = True, parent: bool = True) -> Section:
-    """The inverse of :func:`encode`, for either layout.
+    """The inverse of :func:`encode`, for every layout; vectors come back as float32.
 
     ``children=False`` leaves the children and the parent unread, ``parent=False`` the parent.
     """
     if raw.startswith(_MARKED):
-        return _decode_2(raw, children=children, parent=parent)
+        return _decode_marked(raw, children=children, parent=parent)
     return _decode_1(raw, children=children, parent=parent)
 
 
@@ -117,8 +128,8 @@ def parent_copy(raw: bytes) -> Document | None:
     return _parent(raw, header, at)
 
 
-def _decode_2(raw: bytes, *, children: bool, parent: bool) -> Section:
-    """A layout-2 record (see :func:`encode`)."""
+def _decode_marked(raw: bytes, *, children: bool, parent: bool) -> Section:
+    """A record of layout 2 or 3 (see :func:`encode`)."""
     fields = _FIELDS.unpack_from(raw)
     _, _, dimension, count, rule, *sizes = fields
     at = _FIELDS.size
@@ -127,11 +138,12 @@ def _decode_2(raw: bytes, *, children: bool, parent: bool) -> Section:
         strings.append(raw[at : at + size].decode())
         at += size
     rows = 1 + count if children else 1
-    matrix = np.frombuffer(raw, dtype="<f4", count=rows * dimension, offset=_vectors_at(fields))
-    matrix = matrix.reshape(rows, dimension)
-    # Copied out of ``raw``: a view would keep the whole record alive as long as a read cache
-    # keeps the section.
-    vector, child_vectors = matrix[0].copy(), matrix[1:].copy()
+    matrix = np.frombuffer(
+        raw, dtype=_vector_type(fields), count=rows * dimension, offset=_vectors_at(fields)
+    ).reshape(rows, dimension)
+    # Converted out of ``raw`` (a copy): a view would keep the whole record alive as long as a
+    # read cache keeps the section.
+    vector, child_vectors = matrix[0].astype(np.float32), matrix[1:].astype(np.float32)
     pid, doc_id, headings = strings
     if not children:
         return Section(pid, doc_id, headings, count, vector, [], child_vectors)
@@ -149,20 +161,37 @@ def _decode_2(raw: bytes, *, children: bool, parent: bool) -> Section:
     )
 
 
+def _vector_type(fields: tuple[int, ...]) -> str:
+    """A marked record's vector type, by its layout.
+
+    A layout this release does not know (a later release wrote it) is refused, rather than
+    read as numbers it does not hold.
+    """
+    layout = fields[1]
+    if layout not in VECTOR_TYPES:
+        msg = (
+            f"a section record has layout {layout}, which this version of langchain-gated-parent "
+            f"does not read (it reads layouts 1 to {LAYOUT}): upgrade the package"
+        )
+        raise ValueError(msg)
+    return VECTOR_TYPES[layout]
+
+
 def _vectors_at(fields: tuple[int, ...]) -> int:
-    """Where a layout-2 record's vectors start: after its strings, at a multiple of 4."""
+    """Where a marked record's vectors start: after its strings, at a multiple of 4."""
     head = _FIELDS.size + sum(fields[_OWN_SIZE - 3 : _OWN_SIZE])  # the three strings
     return head + -head % 4
 
 
 def _children_at(fields: tuple[int, ...]) -> int:
-    """Where a layout-2 record's children's metadata starts, after its vectors."""
+    """Where a marked record's children's metadata starts, after its vectors."""
     dimension, count = fields[2], fields[3]
-    return _vectors_at(fields) + 4 * (1 + count) * dimension
+    item = np.dtype(_vector_type(fields)).itemsize
+    return _vectors_at(fields) + item * (1 + count) * dimension
 
 
 def _decode_1(raw: bytes, *, children: bool, parent: bool) -> Section:
-    """A layout-1 record, as releases before layout 2 wrote them."""
+    """A layout-1 record, as releases before layout 2 wrote them (float32 vectors)."""
     header, start, at = _layout(raw)
     dimension = header["dimension"]
     count = header["child_count"]

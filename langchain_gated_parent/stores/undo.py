@@ -9,7 +9,9 @@ children's metadata). A rollback writes that version back; the write removes it 
 manifest is complete.
 
 One value per document, in a namespace of its own beside the journal: a 4-byte size, the
-manifest's JSON, then each record as a 4-byte size and its bytes (:func:`~.sections.encode`).
+manifest's JSON, then each record as a 4-byte size and its bytes (:func:`~.sections.encode`,
+in layout 2: the vectors in float32, as the vector store holds them, so a rollback writes
+back the very vectors it replaced).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 __all__ = ["SavedVersion", "UndoStore"]
 
 _SIZE = struct.Struct("<I")
+FLOAT32_LAYOUT = 2
+"""The record layout a saved version keeps (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ class UndoStore:
 
 def _encode(version: SavedVersion) -> bytes:
     parts = [json.dumps(version.manifest, ensure_ascii=False).encode()]
-    parts += [encode(section) for section in version.sections]
+    parts += [encode(section, layout=FLOAT32_LAYOUT) for section in version.sections]
     return b"".join(_SIZE.pack(len(part)) + part for part in parts)
 
 

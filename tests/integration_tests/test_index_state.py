@@ -15,7 +15,12 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_gated_parent import GatedParentIndex, keys
-from langchain_gated_parent.formats import FORMAT_VERSION, LAYOUT_1_RECORDS, PARENTLESS_RECORDS
+from langchain_gated_parent.formats import (
+    FORMAT_VERSION,
+    LAYOUT_1_RECORDS,
+    LAYOUT_2_RECORDS,
+    PARENTLESS_RECORDS,
+)
 from langchain_gated_parent.stores import WriterLockTimeoutError
 from langchain_gated_parent.stores.journal import (
     LEGACY_CONFIG_KEY,
@@ -26,6 +31,7 @@ from langchain_gated_parent.stores.sections import LAYOUT
 from tests.integration_tests.crash_worker import corpus
 from tests.integration_tests.stores import assert_same_state, fake_embeddings, snapshot
 from tests.layout_1 import encode_layout_1
+from tests.layout_2 import encode_layout_2
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -169,17 +175,18 @@ OLDER_RECORDS_QUERY = "paragraph 2 of section 1 about knockdown counts"
 
 
 def written_as_before(
-    tmp_path: Path, copies: int, **dropped: None
+    tmp_path: Path, copies: int, *, encoder: Any = encode_layout_1, **dropped: None
 ) -> tuple[GatedParentIndex, list[Any], list[str]]:
-    """An index whose section records are rewritten in layout 1 without the ``dropped``
-    fields, as an earlier release wrote them: the index, its answers before, every parent id."""
+    """An index whose section records are rewritten in layout 1 (or ``encoder``'s) without the
+    ``dropped`` fields, as an earlier release wrote them: the index, its answers before, every
+    parent id."""
     index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     index.add_documents(corpus(copies))
     expected = answers(index, OLDER_RECORDS_QUERY)
     ids = sorted(index.section_store.parent_ids())
     kept = index.section_store.get(ids)
     assert all(getattr(s, field) for s in kept.values() for field in dropped)
-    older = [(p, encode_layout_1(replace(s, **dropped))) for p, s in kept.items()]
+    older = [(p, encoder(replace(s, **dropped))) for p, s in kept.items()]
     index.section_store._store.mset(older)
     return index, expected, ids
 
@@ -191,7 +198,7 @@ def layouts(index: GatedParentIndex) -> dict[str, int]:
     found: dict[str, int] = {}
     for pid, record in zip(ids, raw.mget(ids), strict=True):
         assert record is not None
-        layout = LAYOUT if record.startswith(b"\xff" * 4) else 1
+        layout = int.from_bytes(record[4:8], "little") if record.startswith(b"\xff" * 4) else 1
         doc_id = index.section_store.get([pid])[pid].doc_id
         assert found.setdefault(doc_id, layout) == layout
     return found
@@ -208,7 +215,7 @@ def test_section_records_kept_before_childrens_terms_were_answer_as_before(
     assert_answers_as_before(answers(old, OLDER_RECORDS_QUERY), expected)
 
 
-def test_an_index_of_format_4_answers_as_before_and_its_next_write_marks_it_format_6(
+def test_an_index_of_format_4_answers_as_before_and_its_next_write_marks_it_format_7(
     tmp_path: Path,
 ) -> None:
     # What format 4 left: records without their parent.
@@ -229,23 +236,28 @@ def test_an_index_of_format_4_answers_as_before_and_its_next_write_marks_it_form
     assert old.verify().ok, old.verify().problems
 
 
-def test_an_index_of_format_5_answers_as_before_and_its_next_write_marks_it_format_6(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("layout", "encoder", "format_version"),
+    [(1, encode_layout_1, LAYOUT_1_RECORDS), (2, encode_layout_2, LAYOUT_2_RECORDS)],
+)
+def test_an_index_of_format_5_or_6_answers_as_before_and_its_next_write_marks_it_format_7(
+    tmp_path: Path, layout: int, encoder: Any, format_version: int
 ) -> None:
-    # What format 5 left: records of layout 1 that hold their parent.
-    index, expected, _ = written_as_before(tmp_path, 1)
-    config = {**index.journal.config(), "format_version": LAYOUT_1_RECORDS}
+    # What format 5 left: records of layout 1 that hold their parent; format 6: layout 2
+    # (float32 vectors). Written from this release's records, so their vectors are the same.
+    index, expected, _ = written_as_before(tmp_path, 1, encoder=encoder)
+    config = {**index.journal.config(), "format_version": format_version}
     index.journal.put_config(config, index.journal.stamp())
 
     old = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
-    assert set(layouts(old).values()) == {1}
+    assert set(layouts(old).values()) == {layout}
     assert_answers_as_before(answers(old, OLDER_RECORDS_QUERY), expected)
     assert old.verify().ok
-    assert old.journal.config()["format_version"] == LAYOUT_1_RECORDS  # reading changes nothing
+    assert old.journal.config()["format_version"] == format_version  # reading changes nothing
 
     old.add_documents(corpus(2))  # rewrites doc-0 to doc-3 (see corpus), keeps the rest
-    assert old.journal.config()["format_version"] == FORMAT_VERSION == 6
-    assert layouts(old) == {f"doc-{i}": LAYOUT if i < 4 else 1 for i in range(8)}
+    assert old.journal.config()["format_version"] == FORMAT_VERSION == 7
+    assert layouts(old) == {f"doc-{i}": LAYOUT if i < 4 else layout for i in range(8)}
     assert old.verify().ok, old.verify().problems
     written_now = GatedParentIndex(fake_embeddings(), directory=tmp_path / "now")
     for version in (1, 2):
@@ -355,7 +367,7 @@ def test_an_index_of_format_2_is_refused_with_the_fix(tmp_path: Path) -> None:
     index.journal._records.mdelete(["config", STAMP_KEY])
     before = snapshot(index)
 
-    with pytest.raises(ValueError, match=r"format version 2, .* formats 3 to 6 .*rebuild it"):
+    with pytest.raises(ValueError, match=r"format version 2, .* formats 3 to 7 .*rebuild it"):
         GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
     assert_same_state(snapshot(index), before)
 

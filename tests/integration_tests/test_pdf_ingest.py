@@ -207,7 +207,7 @@ def test_an_index_with_the_old_unprefixed_keys_is_refused(tmp_path, embeddings):
     index = GatedParentIndex(embeddings, directory=directory)
     index.add_documents([Document("# A\n\nSome text.", metadata={"doc_id": "a"})])
     config = index.journal.config()
-    assert config["format_version"] == FORMAT_VERSION == 6
+    assert config["format_version"] == FORMAT_VERSION == 7
     index.journal.put_config({**config, "format_version": 2}, index.journal.stamp())
-    with pytest.raises(ValueError, match=r"format version 2, .* formats 3 to 6 .*rebuild it"):
+    with pytest.raises(ValueError, match=r"format version 2, .* formats 3 to 7 .*rebuild it"):
         GatedParentIndex(embeddings, directory=directory)

@@ -18,6 +18,7 @@ from langchain_gated_parent.records import ChildRows
 from langchain_gated_parent.stores.journal import Journal, Stamp
 from langchain_gated_parent.stores.section_reads import SectionReads
 from langchain_gated_parent.stores.sections import (
+    LAYOUT,
     SectionStore,
     decode,
     encode,
@@ -26,6 +27,7 @@ from langchain_gated_parent.stores.sections import (
 )
 from langchain_gated_parent.stores.undo import SavedVersion, UndoStore
 from tests.layout_1 import encode_layout_1
+from tests.layout_2 import encode_layout_2
 
 DIMENSION = 4
 OFFSET = 100
@@ -56,9 +58,14 @@ def child(n: int) -> dict[str, object]:
     }
 
 
-def unit_rows(count: int, seed: int) -> np.ndarray:
-    rows = np.random.default_rng(seed).normal(size=(count, DIMENSION)).astype(np.float32)
+def unit_rows(count: int, seed: int, dimension: int = DIMENSION) -> np.ndarray:
+    rows = np.random.default_rng(seed).normal(size=(count, dimension)).astype(np.float32)
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def as_stored(vectors: np.ndarray) -> np.ndarray:
+    """What a record of layout 3 gives back of float32 vectors: their float16 roundings."""
+    return vectors.astype(np.float16).astype(np.float32)
 
 
 @pytest.mark.parametrize("children", [0, 1, 3])
@@ -70,12 +77,35 @@ def test_a_record_decodes_to_what_was_encoded(children: int) -> None:
     assert (back.parent_id, back.doc_id, back.headings) == ("P-doc:s1", "doc", "Methods Cells")
     assert back.child_count == children
     assert back.children == record.children
-    assert np.array_equal(back.vector, record.vector)
+    assert back.vector.dtype == back.child_vectors.dtype == np.float32
+    assert np.array_equal(back.vector, as_stored(record.vector))
     assert back.child_vectors.shape == (children, DIMENSION)
-    assert np.array_equal(back.child_vectors, record.child_vectors)
+    assert np.array_equal(back.child_vectors, as_stored(record.child_vectors))
     assert back.child_terms == record.child_terms
     assert back.child_terms is not None
     assert len(back.child_terms) == children
+
+
+def test_a_stored_vectors_cosines_stay_within_a_thousandth_of_the_given_ones() -> None:
+    """Layout 3 keeps vectors as float16: scores from them move by less than 1e-3."""
+    given = unit_rows(201, 2, dimension=384)
+    record = section_of(parent(), given[0], [child(n % 3) for n in range(200)], given[1:])
+    back = decode(encode(record))
+    query = unit_rows(1, 3, dimension=384)[0]
+    exact = given[1:] @ query
+    assert np.abs(back.child_vectors @ query - exact).max() < 1e-3
+    assert np.abs(back.vector @ query - given[0] @ query) < 1e-3
+    assert np.abs(back.child_vectors @ back.vector - given[1:] @ given[0]).max() < 1e-3
+
+
+def test_a_record_of_a_later_layout_is_refused_not_misread() -> None:
+    raw = bytearray(encode(section_of(parent(), unit_rows(1, 0)[0], [child(0)], unit_rows(1, 1))))
+    struct.pack_into("<I", raw, 4, LAYOUT + 1)
+    for kind in ({}, {"children": False}):
+        with pytest.raises(ValueError, match=rf"layout {LAYOUT + 1}, .*upgrade the package"):
+            decode(bytes(raw), **kind)
+    with pytest.raises(ValueError, match=rf"layout {LAYOUT + 1}"):
+        parent_copy(bytes(raw))
 
 
 def test_a_record_keeps_each_childs_terms_from_its_heading_path_and_text() -> None:
@@ -132,19 +162,26 @@ def test_terms_kept_under_other_rules_are_not_read() -> None:
     header["terms_rule"] += 1
     assert decode(packed(header, children_size, rest)).child_terms is None
     fields = list(struct.unpack_from("<12I", encode(section)))
-    assert fields[:2] == [0xFFFFFFFF, 2]  # layout 2's mark, then its number
+    assert fields[:2] == [0xFFFFFFFF, 3]  # the mark, then the layout's number
     fields[4] += 1  # the terms' rule
     assert decode(struct.pack("<12I", *fields) + encode(section)[48:]).child_terms is None
 
 
 @pytest.mark.parametrize("children", [0, 1, 3])
-def test_a_record_of_layout_1_reads_as_its_layout_2_twin(children: int) -> None:
-    """What format 5 and earlier wrote reads as what this release writes, in every kind of read."""
+@pytest.mark.parametrize("older", [encode_layout_1, encode_layout_2])
+def test_a_record_of_layout_1_or_2_reads_as_its_layout_3_twin(older: Any, children: int) -> None:
+    """What format 6 and earlier wrote reads as what this release writes, in every kind of read
+    (of vectors that float16 holds exactly)."""
     record = section_of(
-        parent(), unit_rows(1, 0)[0], [child(n) for n in range(children)], unit_rows(children, 1)
+        parent(),
+        as_stored(unit_rows(1, 0)[0]),
+        [child(n) for n in range(children)],
+        as_stored(unit_rows(children, 1)),
     )
-    old, new = encode_layout_1(record), encode(record)
-    assert not old.startswith(new[:4])
+    old, new = older(record), encode(record)
+    assert not old.startswith(new[:8])
+    if older is encode_layout_2:  # the same bytes, but two for each number of a vector
+        assert len(old) - len(new) == 2 * (1 + children) * DIMENSION
     for kind in ({}, {"children": False}, {"parent": False}):
         a, b = decode(old, **kind), decode(new, **kind)
         assert (a.parent_id, a.doc_id, a.headings, a.child_count, a.children, a.parent) == (
@@ -181,10 +218,10 @@ def test_a_header_read_reads_nothing_after_the_parents_vector() -> None:
     """Candidates' headers are read without the JSON that follows the vectors."""
     record = section_of(parent(), unit_rows(1, 0)[0], [child(1), child(2)], unit_rows(2, 1))
     raw = encode(record)
-    vectors_end = raw.index(record.child_vectors.astype("<f4").tobytes()) + 2 * 4 * DIMENSION
+    vectors_end = raw.index(record.child_vectors.astype("<f2").tobytes()) + 2 * 2 * DIMENSION
     light = decode(raw[:vectors_end] + b"not json" * 40, children=False)
     assert (light.parent_id, light.doc_id, light.headings) == ("P-doc:s1", "doc", "Methods Cells")
-    assert np.array_equal(light.vector, record.vector)
+    assert np.array_equal(light.vector, as_stored(record.vector))
     with pytest.raises(UnicodeDecodeError):
         decode(raw[:vectors_end] + b"\xff" * 40)
 
@@ -201,7 +238,7 @@ def test_a_header_read_skips_the_children_but_keeps_their_count() -> None:
     light = decode(encode(record), children=False)
     assert (light.child_count, light.children, light.child_vectors.shape) == (2, [], (0, 4))
     assert light.parent is None
-    assert np.array_equal(light.vector, record.vector)
+    assert np.array_equal(light.vector, as_stored(record.vector))
 
 
 def test_a_read_for_scoring_alone_skips_the_parents_copy() -> None:
@@ -209,7 +246,7 @@ def test_a_read_for_scoring_alone_skips_the_parents_copy() -> None:
     scored = decode(encode(record), parent=False)
     assert scored.parent is None
     assert (scored.children, scored.child_terms) == (record.children, record.child_terms)
-    assert np.array_equal(scored.child_vectors, record.child_vectors)
+    assert np.array_equal(scored.child_vectors, as_stored(record.child_vectors))
 
 
 @pytest.mark.parametrize("text", ["".join(PARAGRAPHS), 'Zellen wachsen \ud800 \u00e9\n"quoted"'])
@@ -222,7 +259,7 @@ def test_a_record_holds_its_parent_as_given(text: str) -> None:
     assert (back.parent.id, back.parent.page_content) == ("parent-doc", text)
     assert back.parent.metadata == given.metadata
     assert parent_copy(record) == back.parent  # what verify reads of a record
-    assert np.array_equal(back.child_vectors, unit_rows(1, 1))
+    assert np.array_equal(back.child_vectors, as_stored(unit_rows(1, 1)))
     assert back.children == [child(0)]
 
 
@@ -291,7 +328,7 @@ def test_a_kept_section_holds_its_own_vectors() -> None:
     opened = reads._read(["P-a"])  # what the read cache is given to keep
     assert opened["P-a"].vectors.base is None
     assert opened["P-a"].texts == [PARAGRAPHS[0], PARAGRAPHS[2]]
-    assert np.array_equal(opened["P-a"].vectors, first.child_vectors)
+    assert np.array_equal(opened["P-a"].vectors, as_stored(first.child_vectors))
     assert opened["P-a"].bm25_terms == first.child_terms
 
 
