@@ -606,7 +606,7 @@ class GatedParentIndex:
         old = {p.doc_id: manifests.get(p.doc_id) or {} for p in prepared}
         # A rollback's restore (its manifest pending) keeps the version saved for it.
         replaced = [d for d, entry in old.items() if entry.get("status") == "complete"]
-        self.undo.save([(d, self._saved_version(old[d])) for d in replaced])
+        self.undo.save(self._saved_versions({d: old[d] for d in replaced}))
         pending = []
         for p in prepared:
             new_parents = [d.metadata[keys.PARENT_ID] for d in p.parents]
@@ -673,15 +673,20 @@ class GatedParentIndex:
         )
         self.undo.forget([p.doc_id for p in prepared if old[p.doc_id]])
 
-    def _saved_version(self, manifest: dict[str, Any]) -> SavedVersion:
-        """A document as stored now: its manifest and its section records, each with its parent.
+    def _saved_versions(
+        self, manifests: Mapping[str, dict[str, Any]]
+    ) -> list[tuple[str, SavedVersion]]:
+        """Documents as stored now: each one's manifest and section records, with their parents.
 
-        A record written before records held their parent gets the docstore's copy. The vectors
-        are the vector store's (float32; a record keeps float16 copies), so a rollback writes
-        back the very vectors it replaced; a vector missing there keeps the record's.
+        Read together, however many documents a write replaces: one read of the records, of
+        the docstore and of each vector collection. A record written before records held their
+        parent gets the docstore's copy. The vectors are the vector store's (float32; a record
+        keeps float16 copies), so a rollback writes back the very vectors it replaced; a vector
+        missing there keeps the record's.
         """
-        parent_ids = manifest["parents"]
-        records = self.section_store.get(parent_ids)
+        if not manifests:
+            return []
+        records = self.section_store.get([p for m in manifests.values() for p in m["parents"]])
         lacking = [pid for pid, r in records.items() if r.parent is None or r.child_terms is None]
         for pid, parent in zip(lacking, self._read_parents(lacking), strict=True):
             record = records.pop(pid)
@@ -692,14 +697,20 @@ class GatedParentIndex:
         stored_parents, stored_children = self.vectors.vectors_of(
             list(records), [str(own[keys.CHUNK_ID]) for r in records.values() for own in r.children]
         )
-        return SavedVersion(
-            manifest,
-            [
-                _with_vectors(records[pid], stored_parents, stored_children)
-                for pid in parent_ids
-                if pid in records
-            ],
-        )
+        return [
+            (
+                doc_id,
+                SavedVersion(
+                    manifest,
+                    [
+                        _with_vectors(records[pid], stored_parents, stored_children)
+                        for pid in manifest["parents"]
+                        if pid in records
+                    ],
+                ),
+            )
+            for doc_id, manifest in manifests.items()
+        ]
 
     def delete(self, doc_ids: Iterable[str]) -> int:
         """Remove documents from every store; returns how many were present."""
@@ -1193,7 +1204,7 @@ async def _run(storage: Executor, function: Callable[..., _T], *args: Any) -> _T
 def _prepared_of(doc_id: str, version: SavedVersion) -> Prepared:
     """A saved version, laid out to be written again (its children in the manifest's order)."""
     sections = version.sections
-    parents = [s.parent for s in sections if s.parent is not None]  # each has (_saved_version)
+    parents = [s.parent for s in sections if s.parent is not None]  # each has (_saved_versions)
     children = [
         Document(page_content=text, metadata=own)
         for s, parent in zip(sections, parents, strict=True)
@@ -1217,7 +1228,7 @@ def _with_vectors(
     parents: Mapping[str, NDArray[np.float32]],
     children: Mapping[str, NDArray[np.float32]],
 ) -> Section:
-    """``record`` with the vector store's vectors wherever it has them (``_saved_version``)."""
+    """``record`` with the vector store's vectors wherever it has them (``_saved_versions``)."""
     rows = [
         children.get(str(own[keys.CHUNK_ID]), row)
         for own, row in zip(record.children, record.child_vectors, strict=True)

@@ -14,6 +14,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -417,12 +418,16 @@ class ChromaVectors:
     def _stored_vectors(
         self, collection: Collection, ids: list[str]
     ) -> dict[str, NDArray[np.float32]]:
-        if not ids:
-            return {}
-        with self.reading():
-            got = read_racing(lambda: collection.get(ids=ids, include=["embeddings"]))
-        vectors = np.asarray(got["embeddings"], dtype=np.float32)
-        return dict(zip(got["ids"], vectors, strict=True))
+        """Read in batches no larger than the client's maximum, as :meth:`_upsert` writes."""
+        found: dict[str, NDArray[np.float32]] = {}
+        size = self.client.get_max_batch_size()
+        for start in range(0, len(ids), size):
+            batch = ids[start : start + size]
+            with self.reading():
+                got = read_racing(partial(collection.get, ids=batch, include=["embeddings"]))
+            vectors = np.asarray(got["embeddings"], dtype=np.float32)
+            found.update(zip(got["ids"], vectors, strict=True))
+        return found
 
     def search_parents(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None

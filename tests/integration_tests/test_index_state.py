@@ -11,6 +11,7 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 
@@ -355,6 +356,36 @@ def test_verify_finds_a_saved_version_a_finished_write_left_and_recover_drops_it
     assert reopened.recover() == []  # no write was unfinished: nothing is rolled back
     assert reopened.undo.doc_ids() == []
     assert reopened.verify().ok, reopened.verify().problems
+
+
+def test_saved_versions_take_chromas_own_vectors_in_batches_the_client_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(1))
+    manifests = index.journal.manifests(["doc-0", "doc-1"])
+    monkeypatch.setattr(index.vectors.client, "get_max_batch_size", lambda: 3)
+    saved = dict(index._saved_versions(manifests))
+    assert list(saved) == ["doc-0", "doc-1"]
+    for doc_id, version in saved.items():
+        assert version.manifest == manifests[doc_id]
+        assert [s.parent_id for s in version.sections] == manifests[doc_id]["parents"]
+        stored = index.children.get(
+            ids=[str(own[keys.CHUNK_ID]) for s in version.sections for own in s.children],
+            include=["embeddings"],
+        )
+        kept = {
+            str(own[keys.CHUNK_ID]): row
+            for s in version.sections
+            for own, row in zip(s.children, s.child_vectors, strict=True)
+        }
+        assert len(stored["ids"]) == len(kept) > 3  # more than one batch
+        for child_id, vector in zip(stored["ids"], stored["embeddings"], strict=True):
+            assert np.array_equal(kept[child_id], np.asarray(vector, dtype=np.float32))
+        parents = index.parents.get(ids=manifests[doc_id]["parents"], include=["embeddings"])
+        by_id = {s.parent_id: s.vector for s in version.sections}
+        for pid, vector in zip(parents["ids"], parents["embeddings"], strict=True):
+            assert np.array_equal(by_id[pid], np.asarray(vector, dtype=np.float32))
 
 
 def test_an_index_of_format_2_is_refused_with_the_fix(tmp_path: Path) -> None:
