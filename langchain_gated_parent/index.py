@@ -64,6 +64,7 @@ from langchain_gated_parent.prepare import (
     refuse_duplicates,
     refuse_empty,
     refuse_non_documents,
+    refuse_unstorable_metadata,
     user_metadata,
     write_batches,
 )
@@ -88,6 +89,7 @@ from langchain_gated_parent.stores.chroma import (
     ChromaVectors,
     chroma_source,
     filter_keys,
+    folder_client,
     is_durable,
     validate_filter,
 )
@@ -274,12 +276,12 @@ class GatedParentIndex:
         import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
 
         client_given = source is not None
-        if source is None:
-            source = ChromaSource(
-                chromadb.PersistentClient(path=str(self.directory / CHROMA_FOLDER))
-                if self.directory is not None
-                else chromadb.EphemeralClient()
-            )
+        had_view = False
+        if source is None and self.directory is not None:
+            client, had_view = folder_client(self.directory / CHROMA_FOLDER)
+            source = ChromaSource(client)
+        elif source is None:
+            source = ChromaSource(chromadb.EphemeralClient())
         client = source.client
         if docstore is None:
             if self.directory is not None:
@@ -314,7 +316,9 @@ class GatedParentIndex:
         )
         self._stamp = self.journal.stamp()
         self._config_version = self._stamp.config
-        self._synced_seq = self._stamp.seq
+        if had_view and self.vectors.version_seen != self._stamp.seq:
+            self.vectors.reopen()  # this process's view of the folder may be older than it
+        self.vectors.version_seen = self._stamp.seq
         self._vectors_seen = self._stamp.vectors
         self.config = self._load_or_create_config(parent_representation)
         self.parent_representation: ParentRepresentation = self.config["parent_representation"]
@@ -412,7 +416,9 @@ class GatedParentIndex:
         its counter moved. A local Chroma folder opened by this index is reopened when another
         process wrote since: Chroma (1.5) keeps a process's view of a local collection's
         vector index, so without this a long-lived reader would not find records another
-        process added, and a filter matching them fails ("Error finding id").
+        process added, and a filter matching them fails ("Error finding id"). That view is
+        shared by every index this process opens on the folder, so opening one reopens it
+        too unless it is known to be current.
         """
         stamp = self.journal.stamp()
         self.reads.observe(stamp)
@@ -423,13 +429,13 @@ class GatedParentIndex:
         # Not while this process writes (its view is current, and a second view of the folder
         # must never write): the writing thread holds the lock, another thread skips.
         if (
-            stamp.seq != self._synced_seq
+            stamp.seq != self.vectors.version_seen
             and self.vectors.folder is not None
             and self._write_lock.acquire(blocking=False)
         ):
             try:
                 self.vectors.reopen()
-                self._synced_seq = stamp.seq
+                self.vectors.version_seen = stamp.seq
             finally:
                 self._write_lock.release()
 
@@ -459,8 +465,12 @@ class GatedParentIndex:
             TypeError: ``documents`` is not a sequence of Documents (e.g. one Document).
             ValueError: two documents in the batch share an id, a document's ids belong to
                 another document of the index, a document is empty or whitespace only, a
+                document's metadata holds a value JSON cannot (a datetime, a numpy number), a
                 document cannot be split, or the embeddings' vectors are not of the index's
                 dimension. Nothing is written in that case.
+
+        A write that fails after it began changing the stores (one went away) is rolled back
+        before it raises; if the rollback fails too, the next write does it.
         """
         refuse_non_documents(documents)
         parents = children = 0
@@ -532,6 +542,7 @@ class GatedParentIndex:
             splits = list(pool.map(split_one, merged.documents))
         refuse_duplicates([s.doc_id for s in splits])
         refuse_empty(splits)
+        refuse_unstorable_metadata(merged.documents, [s.doc_id for s in splits])
         for document, split in zip(merged.documents, splits, strict=True):
             warn_flat_structure(
                 split.doc_id,
@@ -713,8 +724,12 @@ class GatedParentIndex:
         ]
 
     def delete(self, doc_ids: Iterable[str]) -> int:
-        """Remove documents from every store; returns how many were present."""
-        doc_ids = list(doc_ids)
+        """Remove documents from every store; returns how many were present.
+
+        Raises:
+            TypeError: ``doc_ids`` is one string (it would be read as its characters).
+        """
+        doc_ids = _id_list(doc_ids)
         with self._writing():
             return self._delete(doc_ids)
 
@@ -723,7 +738,7 @@ class GatedParentIndex:
 
         A delete embeds nothing: the whole of it, writer lock included, runs on that thread.
         """
-        return await run_in_executor(None, self.delete, list(doc_ids))
+        return await run_in_executor(None, self.delete, _id_list(doc_ids))
 
     def _delete(self, doc_ids: Sequence[str]) -> int:
         """Delete under the writer lock, each document journalled as pending first."""
@@ -782,19 +797,38 @@ class GatedParentIndex:
                 self._stamp = self.journal.stamp()
                 if self.journal.config() is None:
                     self._put_config()
-                recovered = self._rollback_unfinished()
-                if self._stamp.writing:  # a writer died between its last change and its stamp
-                    # Its last change may have been the first to store vectors: any document
-                    # left complete says so (its vectors were written before its manifest).
-                    stored = self._stamp.vectors or bool(self.journal.doc_ids())
-                    self._advance(replace(self._stamp, writing=False, vectors=stored))
+                recovered = self._recover()
                 self._upgrade()
-                yield recovered
+                try:
+                    yield recovered
+                except Exception:
+                    self._undo_failed_write()
+                    raise
             finally:
-                # After an exception inside a change the stamp stays "writing": readers keep
-                # checking documents until the next write has rolled that one back.
                 self._write_depth = 0
                 self.writer_lock.release()
+
+    def _recover(self) -> list[str]:
+        """Roll back unfinished document writes and close a stamp left "writing"."""
+        recovered = self._rollback_unfinished()
+        if self._stamp.writing:  # a writer stopped between its last change and its stamp
+            # Its last change may have been the first to store vectors: any document left
+            # complete says so (its vectors were written before its manifest).
+            stored = self._stamp.vectors or bool(self.journal.doc_ids())
+            self._advance(replace(self._stamp, writing=False, vectors=stored))
+        return recovered
+
+    def _undo_failed_write(self) -> None:
+        """Roll back what a write that raised had changed, before it lets go of the lock.
+
+        Otherwise a replaced document would stay missing until the next write. If the stores
+        fail again (one is unreachable), the stamp stays "writing": readers keep checking
+        documents, and the next write rolls back.
+        """
+        try:
+            self._recover()
+        except Exception:
+            logger.exception("could not roll back the failed write; the next write will")
 
     def _upgrade(self) -> None:
         """Bring an index written by an older version to this one (see :mod:`.formats`)."""
@@ -850,7 +884,7 @@ class GatedParentIndex:
     def _put_config(self) -> None:
         self._stamp = self.journal.put_config(self.config, self._stamp)
         self._config_version = self._stamp.config
-        self._synced_seq = self._stamp.seq
+        self.vectors.version_seen = self._stamp.seq
 
     def _advance(self, stamp: journals.Stamp) -> None:
         """Store this writer's new stamp; its own changes need no re-sync of its vector view.
@@ -858,7 +892,7 @@ class GatedParentIndex:
         Its own reads of the old version are dropped (its next search may not refresh first).
         """
         self._stamp = self.journal.put_stamp(stamp)
-        self._synced_seq = self._stamp.seq
+        self.vectors.version_seen = self._stamp.seq
         self.reads.observe(self._stamp)
 
     def _rollback_unfinished(self) -> list[str]:
@@ -934,6 +968,14 @@ class GatedParentIndex:
         if n < 1 or not self._has_vectors():
             return []
         return self.vectors.search_parents(vector, n, where)
+
+    def searches_apply(self, where: dict[str, Any] | None) -> bool:
+        """Whether the term and child-vector searches apply ``where`` themselves.
+
+        They apply a filter on ``doc_id`` alone; any other only the dense parent search (the
+        vector store) and :meth:`sections` apply.
+        """
+        return not where or _doc_ids_of(where) is not None
 
     def search_sparse(
         self, query: str, n: int, where: dict[str, Any] | None = None
@@ -1266,6 +1308,17 @@ def _sparse_row(parent: Document) -> SparseRow:
         doc_id=str(meta[keys.DOC_ID]),
         text=heading_context(meta, parent.page_content),
     )
+
+
+def _id_list(doc_ids: Iterable[str]) -> list[str]:
+    """The document ids to delete, refusing a lone string (iterated, it gives characters)."""
+    if isinstance(doc_ids, (str, bytes)):
+        msg = (
+            f"delete takes a list of document ids, got the string {doc_ids!r}; "
+            f"use delete([{doc_ids!r}])"
+        )
+        raise TypeError(msg)
+    return list(doc_ids)
 
 
 def _doc_ids_of(where: dict[str, Any] | None) -> list[str] | None:

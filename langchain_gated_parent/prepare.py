@@ -145,6 +145,31 @@ def refuse_empty(splits: Sequence[ParentChildSplit]) -> None:
             raise ValueError(msg)
 
 
+def refuse_unstorable_metadata(documents: Sequence[Document], doc_ids: Sequence[str]) -> None:
+    """Refuse metadata JSON cannot hold (a datetime, a numpy number, a set) before any write.
+
+    Each parent stores its document's metadata as JSON: such a value would fail the write
+    halfway.
+    """
+    for document, doc_id in zip(documents, doc_ids, strict=True):
+        for key, value in document.metadata.items():
+            if not _is_json(value):
+                msg = (
+                    f"document {doc_id!r}: metadata {key!r} is a {type(value).__name__}, which "
+                    "the index cannot store; give a str, int, float, bool, None, or a list or "
+                    "dict of those (for example str(value) or float(value))"
+                )
+                raise ValueError(msg)
+
+
+def _is_json(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def refuse_duplicates(doc_ids: Sequence[str]) -> None:
     """Two versions of one document in one call: which one wins would be arbitrary."""
     seen: set[str] = set()

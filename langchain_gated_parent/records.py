@@ -138,6 +138,10 @@ class SearchStore(Protocol):
         """The ``n`` parents nearest the query vector, as ``(parent_id, score in [0, 1])``."""
         ...
 
+    def searches_apply(self, where: dict[str, Any] | None) -> bool:
+        """Whether the term and child-vector searches apply ``where`` themselves."""
+        ...
+
     def search_sparse(
         self, query: str, n: int, where: dict[str, Any] | None = None
     ) -> list[tuple[str, float]]:

@@ -431,11 +431,15 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         candidates only, exactly, from their records: the parents of the nearest children
         already hold the sections whose centroid is near the query (on QASPER dev, 13 of
         8,880 top-10 results came from a section only the collection-wide parent search
-        found), so one vector-index query is saved.
+        found), so one vector-index query is saved. But a filter the child and term searches
+        cannot apply (any but one on ``doc_id`` alone) could leave a matching document that
+        neither found out of reach: then the dense search runs in the vector store too, which
+        applies it, and adds the matching parents it finds.
         """
         n_children = CHILD_SEARCH_FACTOR * n if settings.child_weight else 0
         exact = every is not None
-        n_dense = 0 if exact or n_children else n
+        unfiltered = self.index.searches_apply(settings.filter)
+        n_dense = 0 if exact or (n_children and unfiltered) else n
         n_sparse = n if settings.sparse_weight else 0
         children, sparse, dense = yield _Search(
             query, vector, n_dense, n_sparse, 0 if exact else n_children, settings.filter
@@ -458,7 +462,7 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         else:
             sections = {p: every[p] for p in found if p in every}
         ids = list(sections)
-        if not n_dense and not exact:  # the dense search, exactly, over the candidates only
+        if n_children and not exact:  # the dense search, exactly, over the candidates only
             dense = scoring.nearest(ids, _stack([s.vector for s in sections.values()]), vector, n)
         fused = scoring.fuse_gate_sources(
             ids,

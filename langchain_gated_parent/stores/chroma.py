@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -41,6 +42,26 @@ LIST_PAGE = 10_000
 """Vectors listed per read when every child is listed (``verify``): a local Chroma reads a
 page's metadata in one SQL statement, which SQLite refuses past 32,766 values (at 1,169 QASPER
 papers, all 61,319 children in one read failed with "too many SQL variables")."""
+
+
+_VERSION_SEEN: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+"""For each chromadb client system of this process (by its server object), the version of the
+index (the journal's ``seq``) its view of the vectors is known to hold. chromadb gives every
+client of one folder in a process the same system, so an index opened after another on the
+same folder shares that one's view, however old."""
+
+
+def folder_client(folder: Path) -> tuple[ClientAPI, bool]:
+    """A chromadb client on a local folder, and whether this process had a view of it already.
+
+    chromadb keeps one client system per folder in a process (in a private registry of
+    chromadb 1.x), and a new client shares it.
+    """
+    import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
+    from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
+
+    had_view = str(folder) in SharedSystemClient._identifier_to_system  # noqa: SLF001
+    return chromadb.PersistentClient(path=str(folder)), had_view
 
 
 class ConcurrentWriteError(RuntimeError):
@@ -314,20 +335,35 @@ class ChromaVectors:
                 changed = True
         return changed
 
+    @property
+    def version_seen(self) -> int | None:
+        """The index version this view of the vectors is known to hold; ``None`` if unknown.
+
+        Shared by every index of this process using the same client system (see
+        :data:`_VERSION_SEEN`): one that opened the folder before may have read it long ago.
+        """
+        return _VERSION_SEEN.get(self._server())
+
+    @version_seen.setter
+    def version_seen(self, seq: int) -> None:
+        _VERSION_SEEN[self._server()] = seq
+
+    def _server(self) -> Any:
+        """The object behind this client's calls: one per chromadb system (a private field)."""
+        return self.client._server  # type: ignore[attr-defined]  # noqa: SLF001
+
     def reopen(self) -> None:
         """A fresh client on the folder's Chroma (a new view of its vector index).
 
-        chromadb shares one client system per folder within a process; dropping it from that
-        cache (a private registry of chromadb 1.x) makes the next client load the folder anew.
-        Objects still using the old system keep working until they are released.
+        Dropped from chromadb's registry of client systems, the folder's system is loaded anew
+        by the next client. Objects still using the old system keep working until they are
+        released.
         """
-        import chromadb  # noqa: PLC0415
         from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
 
         assert self.folder is not None  # noqa: S101 (only a view this object opened)
-        path = str(self.folder)
-        SharedSystemClient._identifier_to_system.pop(path, None)  # noqa: SLF001
-        self.client = chromadb.PersistentClient(path=path)
+        SharedSystemClient._identifier_to_system.pop(str(self.folder), None)  # noqa: SLF001
+        self.client, _ = folder_client(self.folder)
         self._open_collections()
 
     # ------------------------------------------------------------------ writing

@@ -12,12 +12,14 @@ opened with another model, the embedding of a 100,000-character query).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 from pydantic import ValidationError
@@ -274,6 +276,34 @@ ROWS = [
             Document(page_content="# A\n\ntwo", metadata={"doc_id": "twice"}),
         ),
         Refused(ValueError, ("'twice' appears twice in one batch", "unique 'doc_id'")),
+    ),
+    Row(
+        "metadata-json-cannot-hold",
+        add(
+            Document(
+                page_content="# A\n\nA note.",
+                metadata={
+                    "doc_id": "dated",
+                    "when": dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc),
+                },
+            )
+        ),
+        Refused(ValueError, ("document 'dated'", "metadata 'when' is a datetime", "str(value)")),
+    ),
+    Row(
+        "metadata-json-cannot-hold-in-a-replacement",
+        add(
+            Document(
+                page_content="# Methods\n\nA new version of the paper.",
+                metadata={"doc_id": "P-GAPDH-01", "score": np.float32(0.5)},
+            )
+        ),
+        Refused(ValueError, ("document 'P-GAPDH-01'", "metadata 'score' is a float32")),
+    ),
+    Row(
+        "delete-given-one-string",
+        lambda context: context.index.delete("P-GAPDH-01"),
+        Refused(TypeError, ("got the string 'P-GAPDH-01'", "delete(['P-GAPDH-01'])")),
     ),
     Row(
         "a-single-document-not-a-list",

@@ -290,6 +290,7 @@ def test_a_replace_that_fails_midway_is_rolled_back_to_the_version_before(
     with pytest.raises(RuntimeError, match="went away"):
         index.add_documents(corpus(2))  # doc-0 to doc-3 change: parents written, children not
     monkeypatch.undo()
+    # The writer's own rollback failed too (the store was still away): the next write's does it.
     assert index.undo.doc_ids() == replaced
 
     reopened = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
@@ -304,6 +305,41 @@ def test_a_replace_that_fails_midway_is_rolled_back_to_the_version_before(
     for doc_id, found in zip(replaced, expected, strict=True):
         assert_answers_as_before(answers_in(reopened, doc_id), found)
     assert reopened.verify().ok, reopened.verify().problems
+
+
+def test_a_write_that_raises_rolls_itself_back_before_it_lets_go_of_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readers must not go without a replaced document until some later write recovers it."""
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    index.add_documents(corpus(1))
+    before = snapshot(index)
+    replaced = [f"doc-{i}" for i in range(4)]
+    expected = [answers_in(index, doc_id) for doc_id in replaced]
+    upsert = index.vectors.upsert_children
+    calls = []
+
+    def fail_once(*args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            msg = "the vector store hiccuped"
+            raise RuntimeError(msg)
+        upsert(*args, **kwargs)
+
+    monkeypatch.setattr(index.vectors, "upsert_children", fail_once)
+    with pytest.raises(RuntimeError, match="hiccuped"):
+        index.add_documents(corpus(2))
+    monkeypatch.undo()
+    assert len(calls) == 2  # the write, then its rollback
+    assert index.undo.doc_ids() == []
+    assert not index.journal.stamp().writing
+    assert all(m["status"] == "complete" for m in index.journal.all_manifests().values())
+    reader = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index")
+    for doc_id, found in zip(replaced, expected, strict=True):
+        assert_answers_as_before(answers_in(reader, doc_id), found)
+    assert reader.recover() == []
+    assert_same_state(snapshot(reader), before)
+    assert reader.verify().ok, reader.verify().problems
 
 
 def answers_in(index: GatedParentIndex, doc_id: str) -> list[tuple[str | None, float, str]]:

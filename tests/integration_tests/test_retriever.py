@@ -10,6 +10,7 @@ from langchain_core.documents import Document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_gated_parent import GatedParentIndex, GatedParentRetriever, keys
+from tests.integration_tests.rw_worker import documents as rw_documents
 
 from .conftest import GAPDH
 
@@ -103,6 +104,25 @@ def test_filter_restricts_both_searches(index: GatedParentIndex) -> None:
     assert docs
     assert {d.metadata[keys.DOC_ID] for d in docs} == {"P-RIVAL-02"}
     assert index.as_retriever().invoke("RNA", filter={"doc_id": "no-such-doc"}) == []
+
+
+def test_a_metadata_filter_finds_a_matching_document_no_search_ranks_near(
+    fresh_index: GatedParentIndex,
+) -> None:
+    """The child and term searches apply a doc_id filter only: a document matching another
+    filter must still be reached when neither brings it (here, it shares no word with the
+    question and its paragraph is about something else)."""
+    odd = Document(
+        page_content="# Bicycles\n\nA short note on bicycle gears and chains.",
+        metadata={"doc_id": "note", "topic": "bicycles"},
+    )
+    fresh_index.add_documents([*rw_documents(range(12)), odd])
+    question = "Which paragraph of which section in the document?"
+    found = fresh_index.as_retriever(k=5).invoke(question, filter={"topic": "bicycles"})
+    assert [d.metadata["doc_id"] for d in found] == ["note"]
+    either = {"$or": [{"topic": "bicycles"}, {"doc_id": "doc-3"}]}
+    found = fresh_index.as_retriever(k=40).invoke(question, filter=either)
+    assert {d.metadata["doc_id"] for d in found} == {"note", "doc-3"}
 
 
 def test_per_call_alpha_changes_scores_as_the_formula_says(index: GatedParentIndex) -> None:

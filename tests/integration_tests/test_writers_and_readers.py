@@ -37,6 +37,7 @@ import pytest
 from benchmarks.graph_threads import write_docs
 from tests.integration_tests.crash_worker import ROOT
 from tests.integration_tests.rw_worker import PER_WRITE
+from tests.integration_tests.rw_worker import documents as rw_documents
 from tests.integration_tests.stores import (
     POSTGRES_ENV,
     StoreSpec,
@@ -509,3 +510,27 @@ def test_kill_9_of_the_lock_holder_then_a_new_writer(
     assert_same_state(check_index(spec, 12), expected)
     tally.add(runs=1, opens=2)
     print(tally.line("kill -9 of the lock holder"))  # noqa: T201 (for the record)
+
+
+def test_an_index_opened_again_in_a_process_finds_what_another_process_wrote_since(
+    tmp_path: Path,
+) -> None:
+    """chromadb gives every client of one folder in a process the same view of its vectors:
+    an index opened after another was (even one since dropped) must not search that old view.
+    """
+    spec = StoreSpec(directory=str(tmp_path / "index"))
+    first = spec.open(fake_embeddings())
+    first.add_documents(rw_documents(range(1)))
+    first.as_retriever(k=3).invoke("paragraph")  # this process's view reads the vectors
+    del first
+    gc.collect()
+    log = tmp_path / "writer.log"
+    code, _out, err = finish(popen(worker("write", spec.to_json(), 1, 40), Tally(), log), log)
+    assert code == 0, err
+
+    again = spec.open(fake_embeddings())
+    vector = fake_embeddings().embed_query("paragraph")
+    assert len(again.search_children(vector, 1000)) == 4 * 40  # every child vector is searched
+    found = again.as_retriever(k=10).invoke("paragraph", filter={"topic": "t2"})
+    assert found
+    assert {d.metadata["doc_id"] for d in found} <= {f"doc-{n}" for n in range(2, 40, 3)}

@@ -167,6 +167,9 @@ class FakeStore:
     def check_filter(self, where: dict[str, Any] | None) -> None:
         assert where is None
 
+    def searches_apply(self, where: dict[str, Any] | None) -> bool:
+        return where is None
+
     def search_parents(
         self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None
     ) -> list[tuple[str, float]]:
