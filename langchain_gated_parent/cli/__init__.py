@@ -14,7 +14,8 @@ Subcommands (``gated-parent COMMAND --help`` for each), one module each:
 * ``serve --index DIR``: serve the retriever over HTTP with LangServe (``[serve]`` extra).
 
 Exit status: 0 on success, 1 when the work fails (no index in the folder, an unreadable or
-invalid file, stores that disagree), 2 for a usage mistake or a bad option value. Every failure
+invalid file, stores that disagree), 2 for a usage mistake or a bad option value, 130 after
+Ctrl+C and 141 (quietly) when the reader of stdout closed it early (``| head``). Every failure
 is one ``gated-parent: error: ...`` line on stderr, never a traceback.
 """
 

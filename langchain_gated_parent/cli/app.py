@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,14 @@ from langchain_gated_parent.cli import (
     stats,
     verify,
 )
-from langchain_gated_parent.cli.common import PROG, CliError, Parser, echo
+from langchain_gated_parent.cli.common import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    PROG,
+    CliError,
+    Parser,
+    echo,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -66,8 +74,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv: Arguments without the program name; ``None`` reads ``sys.argv``.
 
     Returns:
-        0 on success, 1 when the work failed, 2 for a usage mistake or bad option value.
+        0 on success, 1 when the work failed, 2 for a usage mistake or bad option value, 130
+        after Ctrl+C, 141 when the reader of stdout closed it early.
     """
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # a closed pipe fails here, not in Python's own flush at exit
+    except BrokenPipeError:
+        return _reader_gone()
+    return status
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    """Parse and run one command; its failures become one error line and an exit status."""
     try:
         args = build_parser().parse_args(argv)
         logging.basicConfig(
@@ -81,5 +100,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error.status
     except KeyboardInterrupt:
         echo(f"{PROG}: interrupted", err=True)
-        return 130
+        return EXIT_INTERRUPTED
     return status
+
+
+def _reader_gone() -> int:
+    """Stop quietly when stdout's reader has closed it (``| head``), as ``cat`` and ``grep`` do.
+
+    stdout then points at the null device, so the output still buffered cannot fail again when
+    Python flushes it at exit.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE

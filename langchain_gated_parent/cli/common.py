@@ -22,6 +22,10 @@ EXIT_FAILURE = 1
 """Exit status when the work fails: a missing index, a bad file, stores that disagree."""
 EXIT_USAGE = 2
 """Exit status for a usage mistake or an option value the library refuses (argparse's code)."""
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl+C: 128 + SIGINT, as the shell reports a process the signal ended."""
+EXIT_BROKEN_PIPE = 141
+"""Exit status when the reader of stdout closed it early (``| head``): 128 + SIGPIPE, likewise."""
 WRITE_REFUSALS = (ValueError, WriterLockTimeoutError, VectorFilesTimeoutError)
 """What a write reports as one line: bad input, or another process holding the index too long."""
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
+from typing import TypeAlias
 
 from langchain_gated_parent.stores.lock import DEFAULT_LOCK_TIMEOUT
 
 MAX_PORT = 65535
+FilterValue: TypeAlias = str | int | float | bool
+"""A metadata value a ``--filter`` may match: the scalar types Chroma stores."""
 
 
 def positive_int(value: str) -> int:
@@ -22,13 +26,35 @@ def positive_int(value: str) -> int:
     return number
 
 
-def filter_pair(value: str) -> tuple[str, str]:
-    """``KEY=VALUE`` for ``--filter``."""
+def filter_pair(value: str) -> tuple[str, FilterValue]:
+    """``KEY=VALUE`` (a string) or ``KEY:=JSON`` (a number, boolean or string) for ``--filter``.
+
+    A value is never guessed from its look: a document id such as ``2003.13032`` is a string,
+    while a metadata value stored as a number (a PDF's ``total_pages``) only matches a number.
+    """
     key, sep, wanted = value.partition("=")
-    if not sep or not key.strip():
-        msg = f"expected KEY=VALUE (e.g. doc_id=P-GAPDH-01), got {value!r}"
+    typed = key.endswith(":")
+    key = key.removesuffix(":").strip()
+    if not sep or not key:
+        msg = (
+            "expected KEY=VALUE or KEY:=JSON (e.g. doc_id=P-GAPDH-01, total_pages:=41), "
+            f"got {value!r}"
+        )
         raise argparse.ArgumentTypeError(msg)
-    return key.strip(), wanted
+    if not typed:
+        return key, wanted
+    try:
+        parsed = json.loads(wanted)
+    except json.JSONDecodeError:
+        parsed = None
+    if not isinstance(parsed, FilterValue):
+        msg = (
+            f"expected one JSON number, true, false or quoted string after {key}:=, got "
+            f"{wanted!r}; for a plain string write {key}={wanted}, for several values repeat "
+            "--filter"
+        )
+        raise argparse.ArgumentTypeError(msg)
+    return key, parsed
 
 
 def port(value: str) -> int:

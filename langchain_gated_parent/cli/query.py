@@ -14,8 +14,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_
 from pydantic import TypeAdapter, ValidationError
 
 from langchain_gated_parent import params
-from langchain_gated_parent.cli.common import EXIT_FAILURE, EXIT_USAGE, echo, open_index, refused
+from langchain_gated_parent.cli.common import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    PROG,
+    echo,
+    open_index,
+    refused,
+)
 from langchain_gated_parent.cli.options import (
+    FilterValue,
     add_index_option,
     add_lock_timeout_option,
     filter_pair,
@@ -35,15 +43,38 @@ NULLABLE_WORD = "none"
 """What a flag takes for a knob's ``None`` (``--near-duplicate none`` turns it off)."""
 
 
-def where(filters: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+def where(filters: Sequence[tuple[str, FilterValue]]) -> dict[str, Any] | None:
     """``--filter`` pairs as a metadata filter: a repeated key matches any of its values."""
-    values: dict[str, list[str]] = {}
+    values: dict[str, list[FilterValue]] = {}
     for key, value in filters:
         values.setdefault(key, []).append(value)
     clauses = [{k: v[0] if len(v) == 1 else {"$in": v}} for k, v in values.items()]
     if len(clauses) > 1:
         return {"$and": clauses}
     return clauses[0] if clauses else None
+
+
+def typed_filter_hint(filters: Sequence[tuple[str, FilterValue]]) -> str | None:
+    """Why a search with no results may have missed: a string that reads as a number or boolean.
+
+    Only ``KEY:=JSON`` matches a value stored as a number or boolean, so a ``--filter
+    total_pages=41`` that finds nothing says so instead of failing silently.
+    """
+    for key, value in filters:
+        if isinstance(value, str) and not isinstance(_json_or_text(value), str):
+            return (
+                f"no results; --filter {key}={value} matches the string {value!r}: if {key} "
+                f"holds numbers or booleans, write --filter {key}:={value}"
+            )
+    return None
+
+
+def _json_or_text(text: str) -> Any:
+    """``text`` read as JSON, or itself when it is not JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def _members(annotation: Any) -> tuple[Any, ...]:
@@ -106,7 +137,9 @@ def add_knob_flags(parser: argparse.ArgumentParser) -> None:
                 default=[],
                 metavar="KEY=VALUE",
                 help="metadata filter (repeatable; repeated keys match any value, keys must "
-                "all match)",
+                "all match). KEY=VALUE matches the string VALUE (doc_id=2003.13032 is a "
+                "string); KEY:=JSON matches a JSON number, true, false or quoted string, for "
+                "keys stored as numbers or booleans (total_pages:=41)",
             )
         elif bool in members:
             parser.add_argument(
@@ -153,6 +186,8 @@ def run(args: argparse.Namespace) -> int:
         echo(json.dumps([result_record(d) for d in documents], indent=2, ensure_ascii=False))
     else:
         echo(table(documents))
+    if not documents and (hint := typed_filter_hint(args.filter)):
+        echo(f"{PROG}: note: {hint}", err=True)
     return 0
 
 

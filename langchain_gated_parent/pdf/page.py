@@ -45,6 +45,9 @@ def open_pdf(path: Path, password: str | None) -> Any:
     except OSError as err:
         msg = f"{path}: cannot be read ({err.strerror}); check the path and permissions"
         raise PdfError(msg) from err
+    if not head:
+        msg = f"{path}: empty (0 bytes); download it again or leave it out"
+        raise PdfError(msg)
     if b"%PDF-" not in head:
         msg = f"{path}: not a PDF (no %PDF- header); pass a PDF file"
         raise PdfError(msg)
@@ -52,8 +55,15 @@ def open_pdf(path: Path, password: str | None) -> Any:
         document = pdfium.PdfDocument(path, password=password)
     except pdfium.PdfiumError as err:
         if err.err_code == pdfium_c.FPDF_ERR_PASSWORD:
-            fix = "the password given is wrong" if password else "it is encrypted"
-            msg = f"{path}: {fix}; pass the right password or decrypt it first (qpdf --decrypt)"
+            # the CLI takes no password, so without one the fix named is to decrypt the file
+            decrypt = f"qpdf --password=PASSWORD --decrypt {path.name} decrypted.pdf"
+            if password:
+                msg = (
+                    f"{path}: the password given is wrong; pass the right one or decrypt it "
+                    f"first: {decrypt}"
+                )
+            else:
+                msg = f"{path}: it is encrypted; decrypt it first with its password: {decrypt}"
         elif b"%%EOF" not in tail:
             msg = f"{path}: truncated (no end-of-file marker); download it again or repair it"
         else:

@@ -152,3 +152,17 @@ def test_delete_verify_and_demo_put_it_back(index):
     assert "P-GAPDH-01 > Methods" in demo
     assert "filter: doc_id=2003.13032" in demo
     assert gated_parent("verify", "--index", directory).stdout.startswith("ok: 6 documents")
+
+
+def test_a_reader_that_closes_early_ends_the_command_quietly(tmp_path):
+    headings = "".join(f"## Step {n}\n\nMix and wait {n} minutes.\n\n" for n in range(500))
+    for n in range(20):  # 400 kB of output: more than a pipe holds
+        (tmp_path / f"protocol-{n}.md").write_text(f"# Protocol {n}\n\n{headings}")
+    command = [sys.executable, "-m", "langchain_gated_parent.cli", "sections", tmp_path]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout.readline()  # as `| head -1` does: one line, then close
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        status = process.wait(timeout=600)
+    assert stderr == ""
+    assert status == 141  # 128 + SIGPIPE, what the shell shows for `yes | head -1`

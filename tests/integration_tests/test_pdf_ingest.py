@@ -175,6 +175,25 @@ def test_bad_pdfs_are_named_and_the_rest_of_the_batch_is_indexed(tmp_path, paper
     assert "comet" in retriever.invoke("comet passing behind the moon")[0].page_content
 
 
+def test_an_encrypted_or_empty_pdf_gets_the_fix_the_cli_offers(tmp_path, paper):
+    batch = tmp_path / "batch"
+    batch.mkdir()
+    pdfs.write_encrypted_pdf(batch / "locked.pdf", paper)
+    (batch / "empty.pdf").write_bytes(b"")
+    result = gated_parent("index", batch, "--index", tmp_path / "index")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    empty, locked = sorted(result.stderr.splitlines())
+    assert empty == (
+        f"gated-parent: error: {batch / 'empty.pdf'}: empty (0 bytes); download it again or "
+        "leave it out"
+    )
+    assert locked == (  # the CLI has no password option: the one fix is to decrypt the file
+        f"gated-parent: error: {batch / 'locked.pdf'}: it is encrypted; decrypt it first with "
+        "its password: qpdf --password=PASSWORD --decrypt locked.pdf decrypted.pdf"
+    )
+
+
 def test_sections_json_prints_the_tree(tmp_path, paper):
     result = gated_parent("sections", paper, TYPESET, "--json")
     assert result.returncode == 0, result.stderr

@@ -75,6 +75,41 @@ def test_filters_become_a_chroma_where():
     assert where([("doc_id", "a"), ("lang", "en")]) == {"$and": [{"doc_id": "a"}, {"lang": "en"}]}
 
 
+def test_filter_values_are_strings_unless_typed():
+    args = cli.build_parser().parse_args(
+        [
+            "query", "q", "--index", "i", "--filter", "doc_id=2003.13032",
+            "--filter", "total_pages:=41", "--filter", "draft:=true", "--filter", 'tag:="7"',
+            "--filter", "ratio:=0.5", "--filter", "formula=a:=b",
+        ]
+    )  # fmt: skip
+    assert args.filter == [
+        ("doc_id", "2003.13032"),
+        ("total_pages", 41),
+        ("draft", True),
+        ("tag", "7"),
+        ("ratio", 0.5),
+        ("formula", "a:=b"),
+    ]
+
+
+def test_no_results_for_a_string_that_reads_as_a_number_names_the_typed_form():
+    assert query_command.typed_filter_hint([("doc_id", "P-GAPDH-01"), ("lang", "en")]) is None
+    assert query_command.typed_filter_hint([("total_pages", 41)]) is None
+    hint = query_command.typed_filter_hint([("lang", "en"), ("draft", "true")])
+    assert hint is not None
+    assert "--filter draft=true matches the string 'true'" in hint
+    assert hint.endswith("write --filter draft:=true")
+
+
+def test_filter_help_says_which_values_are_strings(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["query", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "KEY=VALUE matches the string VALUE" in help_text
+    assert "KEY:=JSON matches a JSON number, true, false or quoted string" in help_text
+
+
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [
@@ -82,7 +117,9 @@ def test_filters_become_a_chroma_where():
         (["query", "q", "--index", "i", "--k", "0"], "argument --k: expected an integer >= 1"),
         (["query", "q", "--index", "i", "--k", "three"], "got 'three'"),
         (["query", "q", "--index", "i", "--parent-top-k", "-1"], "--parent-top-k"),
-        (["query", "q", "--index", "i", "--filter", "doc_id"], "expected KEY=VALUE"),
+        (["query", "q", "--index", "i", "--filter", "doc_id"], "expected KEY=VALUE or KEY:=JSON"),
+        (["query", "q", "--index", "i", "--filter", ":=1"], "expected KEY=VALUE or KEY:=JSON"),
+        (["query", "q", "--index", "i", "--filter", "pages:=4O"], "got '4O'; for a plain string"),
         (["query", "q"], "--index"),
         (["index", "--index", "i"], "PATH"),
         (["frobnicate"], "invalid choice"),
