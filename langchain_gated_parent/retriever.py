@@ -573,9 +573,15 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         query, settings, vector = self._start(query, kwargs)
         return (await self._arun(self._plan(query, settings, vector))).documents
 
-    def explain(self, query: str, **kwargs: Any) -> Explanation:
-        """Run the retrieval and return what the gate opened and every child it scored."""
-        query, settings, vector = self._start(query, kwargs)
+    def explain(
+        self, query: str, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Explanation:
+        """Run the retrieval and return what the gate opened and every child it scored.
+
+        Takes the per-call settings as :meth:`invoke` does (``config["configurable"]``, then
+        keyword arguments), so a query can be explained as it was run.
+        """
+        query, settings, vector = self._start(query, self._call_kwargs(config, kwargs))
         return self._run(self._plan(query, settings, vector, explain=True))
 
     # ------------------------------------------------------------------ per-request settings

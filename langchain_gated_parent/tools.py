@@ -17,7 +17,7 @@ Example:
         )
         print(message.content.split("\n\n")[0])
         # 2003.13032 > A Corpus of Medical Case Reports with Medical Entity Annotation >
-        #   Corpus Overview (score 0.758: section 0.677, paragraph 0.812)  [one line]
+        #   Corpus Overview (score 0.998: section 0.733, paragraph 0.606)  [one line]
         # The corpus consists of 53 documents, which contain an average number of ...
         message.artifact[0].metadata["chunk_id"]  # 'C-2003.13032:s2-16'
 """

@@ -204,10 +204,21 @@ def is_durable(client: ClientAPI) -> str | None:
 
 
 def validate_filter(where: dict[str, Any]) -> None:
-    """Refuse a malformed Chroma ``where`` filter (Chroma's own check, with its message)."""
+    """Refuse a malformed Chroma ``where`` filter: Chroma's own check, naming the filter.
+
+    Chroma's message names the operand it refused but not the filter it sits in.
+    """
     from chromadb.api.types import validate_where  # noqa: PLC0415 (heavy import)
 
-    validate_where(where)
+    try:
+        validate_where(where)
+    except ValueError as error:
+        msg = (
+            f"filter {where!r} is malformed: {error}; write it in Chroma's where syntax "
+            '(e.g. {"doc_id": {"$in": ["a", "b"]}}; an empty $in matches nothing: skip '
+            "the search instead)"
+        )
+        raise ValueError(msg) from error
 
 
 def filter_keys(where: Mapping[str, Any]) -> set[str]:

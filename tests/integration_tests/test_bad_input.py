@@ -369,6 +369,14 @@ ROWS = [
         Refused(ValueError, ("parent_top_k must be an integer >= 1, got 0",)),
     ),
     Row(
+        "filter-with-an-empty-in-list",
+        query("RNA", filter={"doc_id": {"$in": []}}),
+        Refused(
+            ValueError,
+            ("filter {'doc_id': {'$in': []}} is malformed", "non-empty list", "skip the search"),
+        ),
+    ),
+    Row(
         "unknown-filter-key",
         query("RNA", filter={"colour": "red"}),
         Refused(ValueError, ("'colour' are not metadata of this index", "known keys: doc_id")),

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
-from langchain_core.runnables import RunnableParallel
+from langchain_core.runnables import RunnableConfig, RunnableParallel
 
 from langchain_gated_parent import GatedParentIndex, GatedParentRetriever, keys
 
@@ -134,6 +134,17 @@ def test_the_learned_ranker_scores_every_child_of_the_opened_parents(
     assert [p.id for p in explanation.parents] == [
         p.id for p in retriever.explain("Memory").parents
     ]
+
+
+def test_explain_takes_the_per_call_settings_invoke_takes(retriever: GatedParentRetriever) -> None:
+    config: RunnableConfig = {"configurable": {"k": 2, "alpha": 0.25}}
+    explained = retriever.explain("Memory", config=config)
+    assert explained.alpha == 0.25
+    assert [d.id for d in explained.documents] == [
+        d.id for d in retriever.invoke("Memory", config=config)
+    ]
+    assert len(explained.documents) == 2
+    assert retriever.explain("Memory", config=config, k=3).documents[2:]  # keywords win
 
 
 def test_configurable_settings_match_keyword_arguments(retriever: GatedParentRetriever) -> None:
