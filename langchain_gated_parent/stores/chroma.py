@@ -360,8 +360,11 @@ class ChromaVectors:
         _VERSION_SEEN[self._server()] = seq
 
     def _server(self) -> Any:
-        """The object behind this client's calls: one per chromadb system (a private field)."""
-        return self.client._server  # type: ignore[attr-defined]  # noqa: SLF001
+        """The object behind this client's calls: one per chromadb system.
+
+        A private field of chromadb 1.x clients; a client without it stands for itself.
+        """
+        return getattr(self.client, "_server", self.client)
 
     def reopen(self) -> None:
         """A fresh client on the folder's Chroma (a new view of its vector index).
