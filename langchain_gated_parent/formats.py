@@ -60,6 +60,9 @@ READ_AS_IS = (PARENTLESS_RECORDS, LAYOUT_1_RECORDS, LAYOUT_2_RECORDS)
 write."""
 UPGRADE_BATCH = 256
 """Parents read and recorded per step of the upgrade."""
+INDEX_NAME = "index_name"
+"""Config key: the name of the index whose records the docstore holds. Two indexes in one
+docstore namespace would overwrite each other's documents, so another name is refused."""
 PARENT_IDS_ON_VECTORS = "parent_vectors_carry_parent_id"
 """Config key, true once every parent vector carries its own ``parent_id`` (what a filter
 names): set on a new index, and by the upgrade on one written before."""

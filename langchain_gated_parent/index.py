@@ -34,7 +34,7 @@ from contextlib import asynccontextmanager, contextmanager
 from contextvars import copy_context
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import numpy as np
 from langchain_core.documents import Document
@@ -43,6 +43,7 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_gated_parent import keys
 from langchain_gated_parent.formats import (
     FORMAT_VERSION,
+    INDEX_NAME,
     PARENT_IDS_ON_VECTORS,
     READ_AS_IS,
     UPGRADABLE,
@@ -289,6 +290,11 @@ class GatedParentIndex:
             else:
                 _refuse_volatile_docstore(client)
                 docstore = memory_docstore()
+        self.docstore = docstore
+        self._read_parents = fast_docstore_mget(docstore)
+        placement = _place(docstore, self.directory, client, self.name)
+        self.journal: Journal = placement.journal
+        self._refuse_another_index(self.journal.config() or {})  # before making collections
         self.vectors = ChromaVectors(
             source,
             self.name,
@@ -297,10 +303,6 @@ class GatedParentIndex:
             else None,
             lock_timeout=self.lock_timeout,
         )
-        self.docstore = docstore
-        self._read_parents = fast_docstore_mget(docstore)
-        placement = _place(docstore, self.directory, client, self.name)
-        self.journal: Journal = placement.journal
         self.writer_lock = placement.lock
         self.section_store = placement.sections
         self.undo = placement.undo
@@ -376,11 +378,13 @@ class GatedParentIndex:
         if stored is None:
             return {
                 **wanted,
+                INDEX_NAME: self.name,
                 "dimension": None,
                 "metadata_keys": [],
                 PARENT_IDS_ON_VECTORS: True,
             }
         check_format(stored)
+        self._refuse_another_index(stored)  # another process may have made the config since
         config = recorded(stored)
         if config["embedding_model"] != wanted["embedding_model"]:
             # Only the refusal pays for a probe: reopening with the right model embeds nothing.
@@ -400,6 +404,18 @@ class GatedParentIndex:
         self.parent_splitter = SectionSplitter.from_settings(config["parent_splitter"])
         self.child_splitter = ParagraphSplitter.from_settings(config["child_splitter"])
         return config
+
+    def _refuse_another_index(self, stored: dict[str, Any]) -> None:
+        """Refuse a docstore that holds the records of an index of another name."""
+        owner = stored.get(INDEX_NAME)
+        if owner is not None and owner != self.name:
+            msg = (
+                f"the docstore holds index {owner!r}, not {self.name!r}: two indexes in one "
+                "docstore overwrite each other's documents; give this one a docstore of its "
+                f"own (sql_docstore(url, namespace={self.name!r}), or another directory), or "
+                f"open that index with name={owner!r}"
+            )
+            raise ValueError(msg)
 
     def _legacy_config(self) -> dict[str, Any] | None:
         """The config of an index of format 2 or older, which kept it in the docstore (refused)."""
@@ -854,6 +870,9 @@ class GatedParentIndex:
             )
         if self.vectors.save_every_write():
             logger.info("the vector collections now save their HNSW graph after every write")
+        if self.config.get(INDEX_NAME) is None:  # an index written before names were kept
+            self.config[INDEX_NAME] = self.name
+            self._put_config()
         if not self.config.get(PARENT_IDS_ON_VECTORS):
             named = self.vectors.name_parents() if self._has_vectors() else 0
             self.config[PARENT_IDS_ON_VECTORS] = True
@@ -936,18 +955,21 @@ class GatedParentIndex:
         }
 
     def _refuse_foreign_ids(self, splits: Sequence[Any]) -> None:
-        """Ids never collide across documents: refuse ids owned by another document."""
-        owner = {d.metadata[keys.PARENT_ID]: s.doc_id for s in splits for d in s.parents}
+        """Ids never collide across documents: refuse ids owned by another document.
+
+        Another document of this batch, or one stored.
+        """
+        owner: dict[str, str] = {}
+        for split in splits:
+            for parent in split.parents:
+                pid = parent.metadata[keys.PARENT_ID]
+                if owner.setdefault(pid, split.doc_id) != split.doc_id:
+                    _refuse_taken_id(pid, split.doc_id, owner[pid])
         if not owner or not self._has_vectors():
             return
         for pid, other in self.vectors.parent_owners(list(owner)).items():
             if other != owner[pid]:
-                msg = (
-                    f"parent id {pid!r} of document {owner[pid]!r} already belongs to document "
-                    f"{other!r}; give sections ids unique within the index (e.g. prefix them "
-                    "with the document id)"
-                )
-                raise ValueError(msg)
+                _refuse_taken_id(pid, owner[pid], other)
 
     def _remember_metadata_keys(self, documents: Sequence[Document]) -> bool:
         """Note which metadata keys exist, so a filter on an unknown key can be refused.
@@ -1308,6 +1330,14 @@ def _sparse_row(parent: Document) -> SparseRow:
         doc_id=str(meta[keys.DOC_ID]),
         text=heading_context(meta, parent.page_content),
     )
+
+
+def _refuse_taken_id(parent_id: str, doc_id: str, owner: str) -> NoReturn:
+    msg = (
+        f"parent id {parent_id!r} of document {doc_id!r} already belongs to document {owner!r}; "
+        "give sections ids unique within the index (e.g. prefix them with the document id)"
+    )
+    raise ValueError(msg)
 
 
 def _id_list(doc_ids: Iterable[str]) -> list[str]:

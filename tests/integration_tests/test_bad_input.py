@@ -301,6 +301,33 @@ ROWS = [
         Refused(ValueError, ("document 'P-GAPDH-01'", "metadata 'score' is a float32")),
     ),
     Row(
+        "a-section-id-two-documents-of-one-batch-share",
+        add(
+            structured(
+                {"doc_id": "one", "sections": [{"id": "S-x", "title": "X", "paras": ["First."]}]}
+            ),
+            structured(
+                {"doc_id": "two", "sections": [{"id": "S-x", "title": "X", "paras": ["Second."]}]}
+            ),
+        ),
+        Refused(
+            ValueError,
+            ("parent id 'P-S-x' of document 'two' already belongs to document 'one'", "prefix"),
+        ),
+    ),
+    Row(
+        "a-section-id-a-stored-document-owns",
+        add(
+            structured(
+                {
+                    "doc_id": "copy",
+                    "sections": [{"id": "S-abstract", "title": "A", "paras": ["A."]}],
+                }
+            )
+        ),
+        Refused(ValueError, ("'P-S-abstract' of document 'copy' already belongs to document",)),
+    ),
+    Row(
         "delete-given-one-string",
         lambda context: context.index.delete("P-GAPDH-01"),
         Refused(TypeError, ("got the string 'P-GAPDH-01'", "delete(['P-GAPDH-01'])")),

@@ -100,6 +100,21 @@ def test_a_reader_sees_metadata_keys_a_later_write_added(tmp_path: Path) -> None
     assert {d.metadata["doc_id"] for d in found} == {"tagged"}
 
 
+def test_an_index_of_another_name_in_the_folder_is_refused_and_an_older_one_gets_its_name(
+    tmp_path: Path,
+) -> None:
+    index = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index", name="papers")
+    index.add_documents(corpus(1)[:1])
+    assert index.journal.config()["index_name"] == "papers"
+    with pytest.raises(ValueError, match="the docstore holds index 'papers', not 'notes'"):
+        GatedParentIndex(fake_embeddings(), directory=tmp_path / "index", name="notes")
+    older = {k: v for k, v in index.journal.config().items() if k != "index_name"}
+    index.journal.put_config(older, index.journal.stamp())  # as a release before names wrote
+    reopened = GatedParentIndex(fake_embeddings(), directory=tmp_path / "index", name="papers")
+    reopened.add_documents(corpus(1)[1:2])  # a write records the name
+    assert reopened.journal.config()["index_name"] == "papers"
+
+
 def test_a_persistent_client_with_a_memory_docstore_is_refused(tmp_path: Path) -> None:
     import chromadb
 

@@ -18,18 +18,21 @@ from __future__ import annotations
 import gc
 import os
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
 
 from langchain_gated_parent import GatedParentIndex
-from tests.integration_tests.crash_worker import Zygote
+from tests.integration_tests.crash_worker import Zygote, corpus
 from tests.integration_tests.stores import (
     POSTGRES_ENV,
     StoreSpec,
+    assert_same_state,
     chroma_server,
     close_http_clients,
     fake_embeddings,
+    snapshot,
 )
 from tests.integration_tests.test_concurrency import check_concurrent_use
 from tests.integration_tests.test_crash import check_after_kill, run_reference
@@ -166,6 +169,22 @@ def test_crashes_converge(backend: Callable[[], StoreSpec], zygote: Zygote, tmp_
         reply = zygote.request(op="ingest", spec=spec.to_json(), kill=list(point))
         assert reply["status"] == "killed", (point, reply)
         check_after_kill(zygote, spec, reference, tmp_path, point)
+
+
+def test_a_second_index_in_one_docstore_is_refused(backend: Callable[[], StoreSpec]) -> None:
+    """Two names on one docstore (the default namespace) wrote over each other's documents."""
+    spec = backend()
+    first = spec.open(fake_embeddings())
+    first.add_documents(corpus(1)[:2])
+    before = snapshot(first)
+    other = replace(spec, name=f"{spec.name}-other")
+    with pytest.raises(ValueError, match="the docstore holds index") as refused:
+        other.open(fake_embeddings())
+    assert f"not '{other.name}'" in str(refused.value)
+    assert f"name='{spec.name}'" in str(refused.value)
+    assert_same_state(snapshot(spec.open(fake_embeddings())), before)
+    names = {c.name for c in first.client.list_collections()}
+    assert not any(n.startswith(other.name) for n in names)  # refused before making any
 
 
 def test_a_key_a_replacement_drops_stops_matching(backend: Callable[[], StoreSpec]) -> None:
