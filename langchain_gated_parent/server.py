@@ -258,8 +258,12 @@ def _request_guard(
             )
             raise HTTPException(413, detail)
         kwargs = body.get("kwargs") if isinstance(body, dict) else None
-        if isinstance(kwargs, dict):
-            _check_counts(kwargs, "kwargs", settings)
+        if kwargs:  # LangServe drops them: the run would ignore what the client asked for
+            detail = (
+                f"kwargs {kwargs!r} are not applied by this server (LangServe passes on only the "
+                "input and the config); send them in the config's configurable settings"
+            )
+            raise HTTPException(422, detail)
         configurable = dict(config.get("configurable") or {})
         _check_counts(configurable, "configurable", settings)
         client_filter = configurable.get("filter")
