@@ -844,7 +844,10 @@ class GatedParentIndex:
         try:
             self._recover()
         except Exception:
-            logger.exception("could not roll back the failed write; the next write will")
+            logger.exception(
+                "could not roll back the failed write; the next write will, or run recover() "
+                "(gated-parent recover) once the stores answer again"
+            )
 
     def _upgrade(self) -> None:
         """Bring an index written by an older version to this one (see :mod:`.formats`)."""
@@ -1109,6 +1112,14 @@ class GatedParentIndex:
             keys.TITLE,
             keys.SOURCE,
         }
+        operators = sorted(k for k in named if k.startswith("$"))
+        if operators:  # Chroma reads an unknown operator where a key goes as a key
+            msg = (
+                f"filter {where!r}: {', '.join(map(repr, operators))} is no operator; a filter's "
+                "keys are metadata keys, $and or $or (operators such as $in go inside a key's "
+                'value: {"doc_id": {"$in": [...]}})'
+            )
+            raise ValueError(msg)
         unknown = sorted(named - known)
         if unknown:
             msg = (

@@ -173,7 +173,8 @@ def rank_children(  # noqa: PLR0913 (parallel arrays of one child list, plus the
 
     Only children whose parent is in ``gate`` count (a parent that is not hit never opens), at
     most ``child_per_parent`` of them per parent (the best by child score). Returns
-    ``(row, fused score)`` pairs, best first, ties broken by chunk id.
+    ``(row, fused score)`` pairs, best first; equal fused scores (all of a parent's children
+    at ``alpha=1``) go by child score, then by chunk id.
     """
     parent_score = {g.parent_id: g.score for g in gate}
     scores = np.asarray(child_scores, dtype=np.float64)
@@ -186,7 +187,7 @@ def rank_children(  # noqa: PLR0913 (parallel arrays of one child list, plus the
         best = sorted(rows, key=lambda r: (-scores[r], child_ids[r]))[:child_per_parent]
         fused = fuse(parent_score[pid], scores[best], alpha)
         kept.extend(zip(best, fused.tolist(), strict=True))
-    return sorted(kept, key=lambda pair: (-pair[1], child_ids[pair[0]]))
+    return sorted(kept, key=lambda pair: (-pair[1], -scores[pair[0]], child_ids[pair[0]]))
 
 
 @functools.lru_cache(maxsize=16384)

@@ -404,6 +404,11 @@ ROWS = [
         ),
     ),
     Row(
+        "unknown-filter-operator",
+        query("RNA", filter={"$foo": 1}),
+        Refused(ValueError, ("'$foo' is no operator", "$and or $or")),
+    ),
+    Row(
         "unknown-filter-key",
         query("RNA", filter={"colour": "red"}),
         Refused(ValueError, ("'colour' are not metadata of this index", "known keys: doc_id")),

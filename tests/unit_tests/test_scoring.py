@@ -73,7 +73,20 @@ def _brute_rank(  # noqa: PLR0913, PLR0917 (mirrors rank_children's arguments)
         rows = [r for r in range(len(ids)) if parents[r] == pid]
         rows.sort(key=lambda r: (-scores[r], ids[r]))
         out.extend((r, alpha * s_p + (1 - alpha) * scores[r]) for r in rows[:per_parent])
-    return sorted(out, key=lambda p: (-p[1], ids[p[0]]))
+    return sorted(out, key=lambda p: (-p[1], -scores[p[0]], ids[p[0]]))
+
+
+def test_at_alpha_1_a_parents_children_go_by_their_own_score() -> None:
+    """Every child of a parent fuses to the parent's score: the better child must come first."""
+    ranked = scoring.rank_children(
+        ["P-a", "P-a", "P-a"],
+        ["C-a-1", "C-a-2", "C-a-3"],
+        [0.2, 0.9, 0.5],
+        [scoring.GatedParent("P-a", 0.7, 1)],
+        child_per_parent=3,
+        alpha=1.0,
+    )
+    assert ranked == [(1, 0.7), (2, 0.7), (0, 0.7)]
 
 
 @pytest.mark.parametrize("seed", range(20))
