@@ -74,6 +74,12 @@ class ServerSettings(BaseModel):
                 "set api_keys_file (key -> tenant) or tenant_header (set by your gateway)"
             )
             raise ValueError(msg)
+        if self.tenant_header and self.api_keys_file is not None:
+            msg = (
+                f"tenant_header {self.tenant_header!r} and api_keys_file both name the tenant "
+                "(the key would win, the header be ignored): set one of them"
+            )
+            raise ValueError(msg)
         if self.tenant_header and not self.tenant_key:
             msg = (
                 f"tenant_header {self.tenant_header!r} needs tenant_key, the metadata key "

@@ -259,6 +259,14 @@ def test_settings_refuse_a_tenant_key_without_a_source_of_tenants() -> None:
         ServerSettings(tenant_key="tenant")
 
 
+def test_settings_refuse_both_a_tenant_header_and_api_keys(tmp_path: Path) -> None:
+    """Keys would win and the header be ignored, silently."""
+    with pytest.raises(ValueError, match=r"'X-Tenant' and api_keys_file both name the tenant"):
+        ServerSettings(
+            tenant_key="tenant", tenant_header="X-Tenant", api_keys_file=tmp_path / "keys.json"
+        )
+
+
 def test_a_bad_api_keys_file_is_refused_by_name(
     tenant_index: GatedParentIndex, tmp_path: Path
 ) -> None:
