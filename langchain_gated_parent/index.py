@@ -276,10 +276,10 @@ class GatedParentIndex:
         """Connect the vector client, the docstore and the journal; read the config."""
         import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
 
-        client_given = source is not None
-        had_view = False
+        # A client the caller gave may hold a view of its folder as old as the client: unknown.
+        had_view = source is not None
         if source is None and self.directory is not None:
-            client, had_view = folder_client(self.directory / CHROMA_FOLDER)
+            client, had_view = folder_client(str(self.directory / CHROMA_FOLDER))
             source = ChromaSource(client)
         elif source is None:
             source = ChromaSource(chromadb.EphemeralClient())
@@ -295,14 +295,7 @@ class GatedParentIndex:
         placement = _place(docstore, self.directory, client, self.name)
         self.journal: Journal = placement.journal
         self._refuse_another_index(self.journal.config() or {})  # before making collections
-        self.vectors = ChromaVectors(
-            source,
-            self.name,
-            folder=self.directory / CHROMA_FOLDER
-            if self.directory is not None and not client_given
-            else None,
-            lock_timeout=self.lock_timeout,
-        )
+        self.vectors = ChromaVectors(source, self.name, lock_timeout=self.lock_timeout)
         self.writer_lock = placement.lock
         self.section_store = placement.sections
         self.undo = placement.undo
@@ -318,7 +311,11 @@ class GatedParentIndex:
         )
         self._stamp = self.journal.stamp()
         self._config_version = self._stamp.config
-        if had_view and self.vectors.version_seen != self._stamp.seq:
+        if (
+            had_view
+            and self.vectors.folder is not None
+            and self.vectors.version_seen != self._stamp.seq
+        ):
             self.vectors.reopen()  # this process's view of the folder may be older than it
         self.vectors.version_seen = self._stamp.seq
         self._vectors_seen = self._stamp.vectors

@@ -9,6 +9,7 @@ local folder's files locked across processes while they are read or written.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import sys
@@ -51,17 +52,26 @@ client of one folder in a process the same system, so an index opened after anot
 same folder shares that one's view, however old."""
 
 
-def folder_client(folder: Path) -> tuple[ClientAPI, bool]:
+def folder_client(folder: str, like: ClientAPI | None = None) -> tuple[ClientAPI, bool]:
     """A chromadb client on a local folder, and whether this process had a view of it already.
 
     chromadb keeps one client system per folder in a process (in a private registry of
-    chromadb 1.x), and a new client shares it.
+    chromadb 1.x), and a new client shares it. ``like``: a client whose settings, tenant and
+    database the new one takes (one a caller gave, reopened).
     """
     import chromadb  # noqa: PLC0415 (heavy import, only when an index is opened)
     from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
 
-    had_view = str(folder) in SharedSystemClient._identifier_to_system  # noqa: SLF001
-    return chromadb.PersistentClient(path=str(folder)), had_view
+    had_view = folder in SharedSystemClient._identifier_to_system  # noqa: SLF001
+    if like is None:
+        return chromadb.PersistentClient(path=folder), had_view
+    client = chromadb.PersistentClient(
+        path=folder,
+        settings=copy.copy(like.get_settings()),  # PersistentClient sets fields of the one given
+        tenant=like.tenant,
+        database=like.database,
+    )
+    return client, had_view
 
 
 class ConcurrentWriteError(RuntimeError):
@@ -246,8 +256,6 @@ class ChromaVectors:
     Args:
         source: the chromadb client holding the collections, and their settings.
         name: the index's name, the prefix of its two collections.
-        folder: the local folder of a ``PersistentClient`` this object opened itself; only
-            such a view is reopened by :meth:`reopen` (a client given by the caller is theirs).
         lock_timeout: seconds a call waits for another process's hold on the vector files
             (:class:`~.vector_files.VectorFilesLock`) before it raises.
     """
@@ -257,13 +265,11 @@ class ChromaVectors:
         source: ChromaSource,
         name: str,
         *,
-        folder: Path | None = None,
         lock_timeout: float,
     ) -> None:
         """Open (or create) the two collections."""
         self.client = source.client
         self.name = name
-        self.folder = folder
         self.in_process = self.client.get_settings().chroma_api_impl in IN_PROCESS_APIS
         configuration = dict(source.configuration or {})
         hnsw = {
@@ -275,10 +281,12 @@ class ChromaVectors:
         self._configuration = cast("CreateCollectionConfiguration", {**configuration, "hnsw": hnsw})
         self._metadata = dict(source.metadata) if source.metadata else None
         settings = self.client.get_settings()
+        local = self.in_process and settings.is_persistent
+        self.folder: str | None = settings.persist_directory if local else None
+        """The local folder of the vectors, whichever client opened it: this process's view of
+        it is reopened (:meth:`reopen`) when another process wrote."""
         self.files = (
-            VectorFilesLock(Path(settings.persist_directory), lock_timeout)
-            if self.in_process and settings.is_persistent
-            else None
+            VectorFilesLock(Path(settings.persist_directory), lock_timeout) if local else None
         )
         """Locked around every call when the vectors are files this process reads itself."""
         self._open_collections()
@@ -370,14 +378,14 @@ class ChromaVectors:
         """A fresh client on the folder's Chroma (a new view of its vector index).
 
         Dropped from chromadb's registry of client systems, the folder's system is loaded anew
-        by the next client. Objects still using the old system keep working until they are
-        released.
+        by the next client, with the settings of the one it replaces. Objects still using the
+        old system (a client the caller gave keeps it) work on until they are released.
         """
         from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
 
-        assert self.folder is not None  # noqa: S101 (only a view this object opened)
-        SharedSystemClient._identifier_to_system.pop(str(self.folder), None)  # noqa: SLF001
-        self.client, _ = folder_client(self.folder)
+        assert self.folder is not None  # noqa: S101 (only a local folder's view)
+        SharedSystemClient._identifier_to_system.pop(self.folder, None)  # noqa: SLF001
+        self.client, _ = folder_client(self.folder, like=self.client)
         self._open_collections()
 
     # ------------------------------------------------------------------ writing

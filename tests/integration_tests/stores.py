@@ -22,6 +22,7 @@ import httpx
 import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
+from langchain_gated_parent.formats import INDEX_NAME
 from langchain_gated_parent.index import GatedParentIndex
 from langchain_gated_parent.stores.docstore import sql_docstore
 from langchain_gated_parent.stores.journal import (
@@ -206,11 +207,20 @@ def snapshot(index: GatedParentIndex) -> dict[str, Any]:
         "docstore": docstore,
         "sparse": index.sparse.rows() if index.sparse is not None else None,
         "sections": sections,
-        "journal": index.journal.records(),
+        "journal": _unnamed(index.journal.records()),
         "undo": sorted(index.undo.doc_ids()),
         "parents": collection(index.parents),
         "children": collection(index.children),
     }
+
+
+def _unnamed(records: dict[str, Any]) -> dict[str, Any]:
+    """The journal's records without the index's name: stores of the same content, on a shared
+    Chroma server, are told apart by their names."""
+    config = records.get("config")
+    if isinstance(config, dict):
+        records = {**records, "config": {k: v for k, v in config.items() if k != INDEX_NAME}}
+    return records
 
 
 def assert_same_state(actual: dict[str, Any], expected: dict[str, Any]) -> None:

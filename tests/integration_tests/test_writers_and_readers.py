@@ -534,3 +534,29 @@ def test_an_index_opened_again_in_a_process_finds_what_another_process_wrote_sin
     found = again.as_retriever(k=10).invoke("paragraph", filter={"topic": "t2"})
     assert found
     assert {d.metadata["doc_id"] for d in found} <= {f"doc-{n}" for n in range(2, 40, 3)}
+
+
+def test_a_reader_given_its_own_chroma_client_finds_what_another_process_wrote(
+    tmp_path: Path,
+) -> None:
+    """A client the caller gives holds its own view of the folder: it goes stale the same way."""
+    import chromadb
+
+    from langchain_gated_parent import GatedParentIndex
+    from langchain_gated_parent.index import CHROMA_FOLDER
+
+    spec = StoreSpec(directory=str(tmp_path / "index"))
+    spec.open(fake_embeddings()).add_documents(rw_documents(range(1)))
+    gc.collect()
+    client = chromadb.PersistentClient(path=str(tmp_path / "index" / CHROMA_FOLDER))
+    reader = GatedParentIndex(fake_embeddings(), client=client, directory=tmp_path / "index")
+    reader.as_retriever(k=3).invoke("paragraph")  # the reader's view reads the vectors
+    log = tmp_path / "writer.log"
+    code, _out, err = finish(popen(worker("write", spec.to_json(), 1, 40), Tally(), log), log)
+    assert code == 0, err
+
+    found = reader.as_retriever(k=10).invoke("paragraph", filter={"topic": "t2"})
+    assert found
+    assert {d.metadata["doc_id"] for d in found} <= {f"doc-{n}" for n in range(2, 40, 3)}
+    vector = fake_embeddings().embed_query("paragraph")
+    assert len(reader.search_children(vector, 1000)) == 4 * 40
