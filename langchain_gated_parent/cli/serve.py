@@ -81,9 +81,9 @@ def add(commands: Subparsers) -> None:
         "serve",
         help="serve the retriever over HTTP (LangServe)",
         description="Serve the index's retriever with LangServe: /retriever/invoke, /batch, "
-        "/stream, /playground/ and /health. A request's config may set alpha, k, "
-        "parent_top_k, child_per_parent, return_parents and filter for that request, within "
-        "the bounds below. With --tenant-key, each request sees its tenant's documents only. "
+        "/stream, /playground/ and /health. A request's config may set any of the retriever's "
+        "settings (k, alpha, filter, parent_top_k...) for that request, within the bounds "
+        "below. With --tenant-key, each request sees its tenant's documents only. "
         'Needs pip install "langchain-gated-parent[serve]".',
     )
     add_index_option(parser)

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
         report = index.verify()
     counts = f"{report.documents} documents, {report.parents} parents, {report.children} children"
     if report.ok:
-        echo(f"ok: {counts}; the docstore, parent vectors and child vectors agree")
+        echo(f"ok: {counts}; the docstore, section records, term index and vectors agree")
         return 0
     for problem in report.problems:
         echo(problem)
@@ -37,7 +37,8 @@ def add(commands: Subparsers) -> None:
     parser = commands.add_parser(
         "verify",
         help="check that the index's stores agree",
-        description="Check that the docstore, the parent vectors and the child vectors agree; "
+        description="Check that the docstore, the section records, the term index and the "
+        "parent and child vectors agree; "
         "exit 1 and list the problems when they do not.",
     )
     add_index_option(parser)
