@@ -65,7 +65,7 @@ from langchain_gated_parent.prepare import (
     refuse_duplicates,
     refuse_empty,
     refuse_non_documents,
-    refuse_unstorable_metadata,
+    refuse_unstorable,
     user_metadata,
     write_batches,
 )
@@ -478,7 +478,8 @@ class GatedParentIndex:
             TypeError: ``documents`` is not a sequence of Documents (e.g. one Document).
             ValueError: two documents in the batch share an id, a document's ids belong to
                 another document of the index, a document is empty or whitespace only, a
-                document's metadata holds a value JSON cannot (a datetime, a numpy number), a
+                document's text or metadata holds what the stores cannot (a lone surrogate; a
+                datetime or a numpy number in metadata), a
                 document cannot be split, or the embeddings' vectors are not of the index's
                 dimension. Nothing is written in that case.
 
@@ -555,7 +556,7 @@ class GatedParentIndex:
             splits = list(pool.map(split_one, merged.documents))
         refuse_duplicates([s.doc_id for s in splits])
         refuse_empty(splits)
-        refuse_unstorable_metadata(merged.documents, [s.doc_id for s in splits])
+        refuse_unstorable(merged.documents, [s.doc_id for s in splits])
         for document, split in zip(merged.documents, splits, strict=True):
             warn_flat_structure(
                 split.doc_id,

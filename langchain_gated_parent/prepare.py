@@ -145,27 +145,45 @@ def refuse_empty(splits: Sequence[ParentChildSplit]) -> None:
             raise ValueError(msg)
 
 
-def refuse_unstorable_metadata(documents: Sequence[Document], doc_ids: Sequence[str]) -> None:
-    """Refuse metadata JSON cannot hold (a datetime, a numpy number, a set) before any write.
+def refuse_unstorable(documents: Sequence[Document], doc_ids: Sequence[str]) -> None:
+    """Refuse what the stores cannot hold, before any write: it would fail the write halfway.
 
-    Each parent stores its document's metadata as JSON: such a value would fail the write
-    halfway.
+    Text and metadata are stored as UTF-8 (a lone surrogate, from text decoded with
+    ``errors="surrogateescape"``, has no UTF-8 form), and metadata as JSON with each parent (a
+    datetime, a numpy number or a set has none).
     """
     for document, doc_id in zip(documents, doc_ids, strict=True):
+        bad = _unencodable(document.page_content)
+        if bad is not None:
+            msg = (
+                f"document {doc_id!r}: its text holds {document.page_content[bad]!r} at "
+                f"position {bad}, which UTF-8 cannot store; decode the source with "
+                "errors='replace', or remove it"
+            )
+            raise ValueError(msg)
         for key, value in document.metadata.items():
             if not _is_json(value):
                 msg = (
-                    f"document {doc_id!r}: metadata {key!r} is a {type(value).__name__}, which "
-                    "the index cannot store; give a str, int, float, bool, None, or a list or "
-                    "dict of those (for example str(value) or float(value))"
+                    f"document {doc_id!r}: metadata {key!r} is a {type(value).__name__} the "
+                    "index cannot store; give a str, int, float, bool, None, or a list or dict "
+                    "of those (for example str(value) or float(value))"
                 )
                 raise ValueError(msg)
 
 
+def _unencodable(text: str) -> int | None:
+    """Where ``text`` first has no UTF-8 form, if anywhere."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as error:
+        return error.start
+    return None
+
+
 def _is_json(value: object) -> bool:
     try:
-        json.dumps(value)
-    except (TypeError, ValueError):
+        json.dumps(value, ensure_ascii=False).encode()
+    except (TypeError, ValueError):  # UnicodeEncodeError is a ValueError
         return False
     return True
 

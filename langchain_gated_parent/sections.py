@@ -197,10 +197,18 @@ def strip_span(text: str, start: int, end: int) -> Span:
     return start, end
 
 
+BYTE_ORDER_MARK = "\ufeff"
+"""Opens a file read with ``encoding="utf-8"`` (not ``"utf-8-sig"``) that starts with one."""
+
+
 def _lines(text: str) -> Iterator[tuple[int, str]]:
-    """Yield each line of ``text`` (without its line break) with its start offset."""
-    offset = 0
-    for line in text.splitlines(keepends=True):
+    """Yield each line of ``text`` (without its line break) with its start offset.
+
+    A byte-order mark opening the text is not part of the first line, so a heading there is
+    still one.
+    """
+    offset = len(BYTE_ORDER_MARK) if text.startswith(BYTE_ORDER_MARK) else 0
+    for line in text[offset:].splitlines(keepends=True):
         yield offset, line.rstrip("\r\n")
         offset += len(line)
 
@@ -586,6 +594,7 @@ def detect_format(text: str) -> DocumentFormat:
     Returns:
         The detected format.
     """
+    text = text.removeprefix(BYTE_ORDER_MARK)
     if _is_structured(text):
         return DocumentFormat.STRUCTURED
     stripped = text.lstrip()

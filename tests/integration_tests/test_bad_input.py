@@ -291,6 +291,13 @@ ROWS = [
         Refused(ValueError, ("document 'dated'", "metadata 'when' is a datetime", "str(value)")),
     ),
     Row(
+        "text-utf-8-cannot-hold",
+        add(Document(page_content="# A\n\nbad \ud800 x", metadata={"doc_id": "surrogate"})),
+        Refused(
+            ValueError, ("document 'surrogate'", "'\\ud800' at position 9", "errors='replace'")
+        ),
+    ),
+    Row(
         "metadata-json-cannot-hold-in-a-replacement",
         add(
             Document(

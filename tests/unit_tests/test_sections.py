@@ -94,6 +94,17 @@ def test_markdown_without_preamble() -> None:
     assert [s.level for s in tree.sections] == [1]
 
 
+def test_markdown_opening_with_a_byte_order_mark_keeps_its_first_heading() -> None:
+    """A file read with encoding="utf-8" keeps the mark: the heading after it is still one."""
+    text = "\ufeff# Intro\n\nAbout lemurs.\n\n# Second\n\nOther."
+    assert detect_format("\ufeff# Only heading\n\ntext") == DocumentFormat.MARKDOWN
+    tree = parse_markdown(text, "d")
+    assert [s.title for s in tree.sections] == ["Intro", "Second"]
+    assert headings(tree) == ["# Intro", "# Second"]
+    assert paragraphs(tree) == [["About lemurs."], ["Other."]]
+    assert_spans_exact(tree)
+
+
 def test_markdown_setext_headings() -> None:
     text = "Top Title\n=========\n\nIntro.\n\nTwo line\nsub title\n---\n\nBody.\n\n---\n"
     tree = parse_markdown(text, "d")
