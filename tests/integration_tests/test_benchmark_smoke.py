@@ -298,7 +298,7 @@ def test_small_writes_times_each_write_and_replace_of_one_paper(cache_dir: Path)
 
 
 def test_reads_during_writes_counts_the_readers_reopens(cache_dir: Path) -> None:
-    """``benchmarks.reads_during_writes``: a writer process's writes each reopen the reader."""
+    """``benchmarks.reads_during_writes``: a writer process's writes reopen the reader's view."""
     lines = _printed("reads_during_writes", cache_dir, "--writes", "2", "--idle", "0.5")
     assert re.fullmatch(r"\d+ papers built; a writer process adds 2, one a write", lines[0])
     for line, phase in zip(lines[1:4], ("before", "during", "after"), strict=True):
@@ -306,7 +306,7 @@ def test_reads_during_writes_counts_the_readers_reopens(cache_dir: Path) -> None
     assert "queries  p50" in lines[1]
     assert "queries  p50" in lines[3]
     reopens = re.fullmatch(
-        r"reopens of the reader's Chroma view while the writer wrote: (\d+)", lines[4]
+        r"reopens of the reader's Chroma view once the writer started: (\d+)", lines[4]
     )
     assert reopens is not None, lines[4]
-    assert 1 <= int(reopens.group(1)) <= 2  # one per write it saw
+    assert int(reopens.group(1)) >= 1  # at least for the last write, in the "after" phase
