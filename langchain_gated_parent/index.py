@@ -294,7 +294,11 @@ class GatedParentIndex:
         self._read_parents = fast_docstore_mget(docstore)
         placement = _place(docstore, self.directory, client, self.name)
         self.journal: Journal = placement.journal
-        self._refuse_another_index(self.journal.config() or {})  # before making collections
+        self._stamp = self.journal.stamp()
+        self._config_version = self._stamp.config
+        # Before the collections are made: another index's docstore, or other settings, refused.
+        self.config = self._load_or_create_config(parent_representation)
+        self.parent_representation: ParentRepresentation = self.config["parent_representation"]
         self.vectors = ChromaVectors(source, self.name, lock_timeout=self.lock_timeout)
         self.writer_lock = placement.lock
         self.section_store = placement.sections
@@ -309,8 +313,6 @@ class GatedParentIndex:
             cached_sections=cached_sections,
             observers=[self.sparse] if self.sparse is not None else [],
         )
-        self._stamp = self.journal.stamp()
-        self._config_version = self._stamp.config
         if (
             had_view
             and self.vectors.folder is not None
@@ -319,8 +321,6 @@ class GatedParentIndex:
             self.vectors.reopen()  # this process's view of the folder may be older than it
         self.vectors.version_seen = self._stamp.seq
         self._vectors_seen = self._stamp.vectors
-        self.config = self._load_or_create_config(parent_representation)
-        self.parent_representation: ParentRepresentation = self.config["parent_representation"]
 
     @property
     def client(self) -> ClientAPI:
@@ -381,7 +381,7 @@ class GatedParentIndex:
                 PARENT_IDS_ON_VECTORS: True,
             }
         check_format(stored)
-        self._refuse_another_index(stored)  # another process may have made the config since
+        self._refuse_another_index(stored)
         config = recorded(stored)
         if config["embedding_model"] != wanted["embedding_model"]:
             # Only the refusal pays for a probe: reopening with the right model embeds nothing.
