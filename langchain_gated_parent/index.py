@@ -52,6 +52,7 @@ from langchain_gated_parent.formats import (
     refuse_parent_filter_until_named,
     refuse_until_upgraded,
 )
+from langchain_gated_parent.known_vectors import BatchEmbedding
 from langchain_gated_parent.pages import PAGES_RECORD, MergedPages, merge_pages
 from langchain_gated_parent.prepare import (
     Item,
@@ -123,6 +124,7 @@ if TYPE_CHECKING:
     from langchain_core.stores import BaseStore
     from numpy.typing import NDArray
 
+    from langchain_gated_parent.prepare import EmbeddingWork
     from langchain_gated_parent.records import ChildRows, Section
     from langchain_gated_parent.retriever import GatedParentRetriever
     from langchain_gated_parent.splitters import ParentChildSplit
@@ -152,6 +154,9 @@ class IndexReport:
     children: int
     unchanged: int = 0
     """Documents skipped because the same text was already indexed with the same settings."""
+    reused: int = 0
+    """Texts of changed documents that were the same in the version replaced: their vectors
+    were kept, not embedded again."""
 
 
 @dataclass(frozen=True)
@@ -474,6 +479,9 @@ class GatedParentIndex:
     def add_documents(self, documents: Sequence[Document]) -> IndexReport:
         """Split, embed and store documents; a document with a known id replaces the old one.
 
+        An unchanged document is skipped; a changed one embeds only the texts its stored
+        version did not have (:mod:`~.known_vectors`; ``IndexReport.reused`` counts the rest).
+
         Raises:
             TypeError: ``documents`` is not a sequence of Documents (e.g. one Document).
             ValueError: two documents in the batch share an id, a document's ids belong to
@@ -487,24 +495,27 @@ class GatedParentIndex:
         before it raises; if the rollback fails too, the next write does it.
         """
         refuse_non_documents(documents)
-        parents = children = 0
+        parents = children = reused = 0
         with self._writing():
             merged, splits = self._merge_and_split(documents)
             documents = merged.documents
             todo, manifests = self._plan(documents, splits)
             for batch in write_batches(todo):
                 prepared, work = lay_out(batch, self.parent_representation)
-                attach(
+                saved = self._replaced_versions(batch, manifests)
+                embedding = self._embedding(work, saved)
+                self._attach(
                     prepared,
-                    self._matrix(self._embed_documents(work.children)),
-                    self._matrix(self._embed_documents(work.parents)),
-                    [self.embeddings.embed_query(text) for text in work.queries],
+                    embedding,
+                    self._embed_documents(embedding.new_texts),
+                    [self.embeddings.embed_query(text) for text in embedding.new_queries],
                 )
                 _keep_pages(prepared, merged)
-                self._write(prepared, manifests)
+                self._write(prepared, manifests, saved)
                 parents += sum(len(p.parents) for p in prepared)
                 children += sum(len(p.children) for p in prepared)
-        return IndexReport(len(todo), parents, children, len(documents) - len(todo))
+                reused += embedding.reused
+        return IndexReport(len(todo), parents, children, len(documents) - len(todo), reused)
 
     async def aadd_documents(self, documents: Sequence[Document]) -> IndexReport:
         """:meth:`add_documents` with the embeddings' native async calls.
@@ -519,7 +530,7 @@ class GatedParentIndex:
             ValueError: see :meth:`add_documents`.
         """
         refuse_non_documents(documents)
-        parents = children = 0
+        parents = children = reused = 0
         with ThreadPoolExecutor(1, thread_name_prefix="gated-parent-write") as storage:
             async with self._awriting(storage):
                 merged, splits = await _run(storage, self._merge_and_split, documents)
@@ -527,17 +538,20 @@ class GatedParentIndex:
                 todo, manifests = await _run(storage, self._plan, documents, splits)
                 for batch in write_batches(todo):
                     prepared, work = lay_out(batch, self.parent_representation)
-                    attach(
+                    saved = await _run(storage, self._replaced_versions, batch, manifests)
+                    embedding = self._embedding(work, saved)
+                    self._attach(
                         prepared,
-                        self._matrix(await self._aembed_documents(work.children)),
-                        self._matrix(await self._aembed_documents(work.parents)),
-                        [await self.embeddings.aembed_query(text) for text in work.queries],
+                        embedding,
+                        await self._aembed_documents(embedding.new_texts),
+                        [await self.embeddings.aembed_query(t) for t in embedding.new_queries],
                     )
                     _keep_pages(prepared, merged)
-                    await _run(storage, self._write, prepared, manifests)
+                    await _run(storage, self._write, prepared, manifests, saved)
                     parents += sum(len(p.parents) for p in prepared)
                     children += sum(len(p.children) for p in prepared)
-        return IndexReport(len(todo), parents, children, len(documents) - len(todo))
+                    reused += embedding.reused
+        return IndexReport(len(todo), parents, children, len(documents) - len(todo), reused)
 
     def _merge_and_split(
         self, documents: Sequence[Document]
@@ -584,6 +598,32 @@ class GatedParentIndex:
             self._put_config()  # a first write stores its keys with the dimension it learns
         return todo, manifests
 
+    def _replaced_versions(
+        self, batch: Sequence[Item], manifests: Mapping[str, dict[str, Any]]
+    ) -> list[tuple[str, SavedVersion]]:
+        """The stored versions a batch replaces (those complete), saved before it writes."""
+        ids = [split.doc_id for _, split, _ in batch]
+        return self._saved_versions(
+            {d: manifests[d] for d in ids if (manifests.get(d) or {}).get("status") == "complete"}
+        )
+
+    def _embedding(
+        self, work: EmbeddingWork, saved: Sequence[tuple[str, SavedVersion]]
+    ) -> BatchEmbedding:
+        """What a batch must embed, knowing the vectors of the versions it replaces."""
+        return BatchEmbedding.of(work, [v for _, v in saved], self.parent_representation)
+
+    def _attach(
+        self,
+        prepared: list[Prepared],
+        embedding: BatchEmbedding,
+        texts: list[list[float]],
+        queries: list[list[float]],
+    ) -> None:
+        """Give each document its vectors: those just embedded and those known."""
+        children, parents, query_vectors = embedding.vectors(texts, queries)
+        attach(prepared, self._matrix(children), self._matrix(parents), query_vectors)
+
     def _embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.embeddings.embed_documents(texts) if texts else []
 
@@ -596,13 +636,21 @@ class GatedParentIndex:
             self.check_dimension(vectors[0])
         return normalized(vectors, len(vectors))
 
-    def _write(self, prepared: list[Prepared], manifests: dict[str, dict[str, Any]]) -> None:
-        """Journalled write: pending manifest, deletes, parents, children, complete manifest."""
+    def _write(
+        self,
+        prepared: list[Prepared],
+        manifests: dict[str, dict[str, Any]],
+        saved: list[tuple[str, SavedVersion]],
+    ) -> None:
+        """Journalled write: pending manifest, deletes, parents, children, complete manifest.
+
+        ``saved``: the versions it replaces (:meth:`_replaced_versions`), for its undo record.
+        """
         if not prepared:
             return
         self._learn_dimension(prepared)
         with self._changing():
-            self._write_changes(prepared, manifests)
+            self._write_changes(prepared, manifests, saved)
 
     def _learn_dimension(self, prepared: Sequence[Prepared]) -> None:
         """Check every vector's length; the first write of an index records it as its dimension."""
@@ -626,12 +674,18 @@ class GatedParentIndex:
             self._put_config()
 
     def _write_changes(
-        self, prepared: list[Prepared], manifests: dict[str, dict[str, Any]]
+        self,
+        prepared: list[Prepared],
+        manifests: dict[str, dict[str, Any]],
+        saved: list[tuple[str, SavedVersion]],
     ) -> None:
+        """The write itself, under :meth:`_changing`.
+
+        ``saved`` are the versions it replaces, for its undo record (a rollback's restore, its
+        manifest pending, replaces none: it keeps the version saved for it).
+        """
         old = {p.doc_id: manifests.get(p.doc_id) or {} for p in prepared}
-        # A rollback's restore (its manifest pending) keeps the version saved for it.
-        replaced = [d for d, entry in old.items() if entry.get("status") == "complete"]
-        self.undo.save(self._saved_versions({d: old[d] for d in replaced}))
+        self.undo.save(saved)
         pending = []
         for p in prepared:
             new_parents = [d.metadata[keys.PARENT_ID] for d in p.parents]
@@ -936,7 +990,9 @@ class GatedParentIndex:
             self._delete([d for d in pending if d not in saved])
             if saved:  # one journalled write, as the interrupted batch was
                 with self._changing():
-                    self._write_changes([_prepared_of(d, v) for d, v in saved.items()], manifests)
+                    self._write_changes(
+                        [_prepared_of(d, v) for d, v in saved.items()], manifests, []
+                    )
         self.undo.forget(self.undo.doc_ids())
         return pending
 

@@ -68,7 +68,7 @@ def add(commands: Subparsers) -> None:
         description="Add Markdown (.md), HTML (.html), text (.txt), structured JSON "
         "(.json, .jsonl: one document per line) and PDF (.pdf, with the [pdf] extra) files, or "
         "folders of them (recursively), to the index; unchanged documents are skipped, changed "
-        "ones replaced.",
+        "ones replaced (only their new texts are embedded).",
         epilog="A file that cannot be read (an encrypted, image-only or corrupt PDF, a binary "
         "file...) is reported by name with the fix and left out; the other files are still "
         "indexed and the exit status is 1.",

@@ -29,15 +29,17 @@ class Totals:
     unchanged: int = 0
     parents: int = 0
     children: int = 0
+    reused: int = 0
     seconds: float = 0.0
 
     def summary(self) -> str:
-        """One line: counts, seconds and rates (children/s is the embedding throughput)."""
+        """One line: counts, seconds and rates (children/s: embedding throughput, if none kept)."""
         seen = self.documents + self.unchanged
         seconds = max(self.seconds, 1e-9)
+        kept = f", {self.reused} texts' vectors kept from before" if self.reused else ""
         return (
             f"indexed {seen} documents ({self.documents} new or changed, {self.unchanged} "
-            f"unchanged): {self.parents} parents, {self.children} children in "
+            f"unchanged): {self.parents} parents, {self.children} children{kept} in "
             f"{self.seconds:.1f} s ({seen / seconds:.3g} documents/s, "
             f"{self.children / seconds:.3g} children/s)"
         )
@@ -58,6 +60,7 @@ def ingest(index: GatedParentIndex, documents: Sequence[Document], batch_size: i
             totals.unchanged += report.unchanged
             totals.parents += report.parents
             totals.children += report.children
+            totals.reused += report.reused
             bar.set_postfix(parents=totals.parents, children=totals.children, refresh=False)
             bar.update(len(batch))
     totals.seconds = time.perf_counter() - started

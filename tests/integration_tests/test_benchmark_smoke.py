@@ -297,6 +297,25 @@ def test_small_writes_times_each_write_and_replace_of_one_paper(cache_dir: Path)
         assert re.fullmatch(rf"median {kind} [\d.]+ s", line), line
 
 
+def test_edits_embed_only_the_edited_paragraph_of_a_replaced_paper(cache_dir: Path) -> None:
+    """``benchmarks.edits``: a replace with one paragraph edited embeds one text; as new, all."""
+    lines = _printed("edits", cache_dir, "--edits", "2")
+    assert re.fullmatch(
+        r"\d+ papers built; 2 written again with one paragraph edited, one a write, "
+        r"embedding live",
+        lines[0],
+    )
+    for line, kind in zip(lines[1:5:2], ("replace", "as new"), strict=True):
+        assert re.fullmatch(rf"each {kind}: [\d.]+ s/\d+ [\d.]+ s/\d+ \(texts\)", line), line
+    replaced = re.fullmatch(r"median replace [\d.]+ s, (\d+) texts embedded", lines[2])
+    as_new = re.fullmatch(r"median as new [\d.]+ s, (\d+) texts embedded", lines[4])
+    assert replaced is not None, lines[2]
+    assert as_new is not None, lines[4]
+    assert int(replaced.group(1)) == 1  # the edited paragraph; its section is its mean
+    assert int(as_new.group(1)) > 1
+    assert re.fullmatch(r"replace / as new, paper by paper: median [\d.]+x", lines[5]), lines[5]
+
+
 def test_reads_during_writes_counts_the_readers_reopens(cache_dir: Path) -> None:
     """``benchmarks.reads_during_writes``: a writer process's writes reopen the reader's view."""
     lines = _printed("reads_during_writes", cache_dir, "--writes", "2", "--idle", "0.5")

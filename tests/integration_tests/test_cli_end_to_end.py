@@ -58,6 +58,20 @@ def test_reindexing_skips_unchanged_documents(index):
     assert "(0 new or changed, 6 unchanged): 0 parents, 0 children" in result.stdout
 
 
+def test_reindexing_an_edited_file_embeds_only_its_new_paragraph(tmp_path):
+    notes = tmp_path / "notes.md"
+    paragraphs = [f"Step {n}: turn the valve {n} times and wait." for n in range(1, 6)]
+    notes.write_text("# Procedure\n\n" + "\n\n".join(paragraphs) + "\n", encoding="utf-8")
+    gated_parent("index", notes, "--index", tmp_path / "index")
+    notes.write_text(notes.read_text(encoding="utf-8").replace("valve 3", "valve 33"), "utf-8")
+
+    result = gated_parent("index", notes, "--index", tmp_path / "index")
+
+    assert "(1 new or changed, 0 unchanged): 1 parents, 5 children, 4 texts' vectors kept" in (
+        result.stdout
+    )
+
+
 def test_query_json_is_the_contract(index):
     directory, _ = index
     result = gated_parent("query", "48 h RNA extraction", "--index", directory, "--json", "--k", 4)

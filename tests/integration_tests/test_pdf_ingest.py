@@ -67,6 +67,31 @@ def test_pypdf_pages_one_by_one_keep_every_page(tmp_path, paper, embeddings):
     assert (again.documents, again.unchanged) == (0, 1)
 
 
+def test_a_later_page_embeds_only_the_texts_it_brings(tmp_path, paper, embeddings, monkeypatch):
+    pages = pypdf_pages(paper)
+    index = GatedParentIndex(embeddings, directory=tmp_path / "index")
+    first = index.add_documents(pages[:2])
+    asked: list[str] = []
+    model = type(embeddings)
+    real = model.embed_documents
+
+    def recorded(self: object, texts: list[str]) -> list[list[float]]:
+        asked.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(model, "embed_documents", recorded)  # the real model, its calls listed
+    later = index.add_documents([pages[2]])
+    monkeypatch.undo()
+
+    assert later.documents == 1
+    assert later.reused > 0
+    assert later.reused + len(asked) == later.children  # each child either kept or embedded
+    assert len(asked) < later.children - first.children + 2  # the new page's, and its seam
+    assert any(PAGE_PHRASES[2] in text for text in asked)
+    assert not any(PAGE_PHRASES[0] in text for text in asked)
+    assert_every_page_retrievable(index, str(paper))
+
+
 def test_pypdf_pages_in_one_batch_keep_every_page(tmp_path, paper, embeddings):
     index = GatedParentIndex(embeddings, directory=tmp_path / "index")
     report = index.add_documents(pypdf_pages(paper))
