@@ -11,7 +11,9 @@ Last, each question asked for the first time, with its vector, of two pairs of f
 the index in alternating order: one reads the children's terms from their section records,
 the other counts them from the children's texts, as for records a previous release wrote;
 one opens a section with the parent its record holds, the other reads the parent from the
-docstore, as for records of format 4.
+docstore, as for records of format 4. The first pass also counts Python's garbage collections
+(``gc.callbacks``) and their time, by generation: the objects a query allocates set them off,
+and a collection's time lands on whichever step allocated last.
 
 Usage:
     .. code-block:: bash
@@ -23,13 +25,18 @@ Usage:
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.corpus_index import built, corpus_parser
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 READS = ("check_filter", "search_children", "search_sparse", "sections", "children_of")
 """The index's methods a query across the collection calls (its ``SearchStore`` reads)."""
@@ -49,6 +56,24 @@ def _timed(index: Any, timings: dict[str, list[float]]) -> None:
                 timings[_name].append(1000 * (time.perf_counter() - started))
 
         setattr(index, name, timed)
+
+
+@contextmanager
+def _collections(spent: dict[int, list[float]]) -> Iterator[None]:
+    """Each garbage collection's time (ms) meanwhile, by generation, lands in ``spent``."""
+    started = [0.0]
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            spent[info["generation"]].append(1000 * (time.perf_counter() - started[0]))
+
+    gc.callbacks.append(timed)
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(timed)
 
 
 def _without_terms(index: Any) -> Any:
@@ -115,10 +140,12 @@ def main() -> None:
         timings: dict[str, list[float]] = defaultdict(list)
         reads: dict[str, list[float]] = defaultdict(list)
         _timed(index, reads)
-        for question in questions:
-            started = time.perf_counter()
-            retriever.invoke(question)
-            timings["query (invoke)"].append(1000 * (time.perf_counter() - started))
+        collected: dict[int, list[float]] = defaultdict(list)
+        with _collections(collected):
+            for question in questions:
+                started = time.perf_counter()
+                retriever.invoke(question)
+                timings["query (invoke)"].append(1000 * (time.perf_counter() - started))
         for question in questions:
             started = time.perf_counter()
             embeddings.embed_query(question)
@@ -152,6 +179,15 @@ def main() -> None:
         print(_reads_line(name, first[name], again[name]))
     for name, values in timings.items():
         print(_line(name, values))
+    gens = ", ".join(
+        f"gen{g} {len(ms)} ({sum(ms):.1f} ms, longest {max(ms):.1f})"
+        for g, ms in sorted(collected.items())
+    )
+    total = sum(sum(ms) for ms in collected.values())
+    print(
+        f"garbage collections in the first pass: {gens or 'none'}; "
+        f"{total / len(questions):.3f} ms a query on the mean"
+    )
     same = sum(a == b for a, b in zip(read, counted, strict=True))
     print(f"terms read or counted: the same ids and scores for {same} of {len(questions)}")
     same = sum(a == b for a, b in zip(in_records, in_docstore, strict=True))

@@ -227,6 +227,12 @@ def test_query_steps_times_each_read_on_the_first_pass_and_asked_again(cache_dir
         assert re.fullmatch(
             r"\w+ +mean +[\d.]+ ms first, +[\d.]+ asked again \(p50 +[\d.]+, +[\d.]+\)", line
         ), line
+    collections = next(line for line in lines if line.startswith("garbage collections"))
+    assert re.fullmatch(
+        r"garbage collections in the first pass: (none|gen0 \d+ .*); "
+        r"[\d.]+ ms a query on the mean",
+        collections,
+    ), collections
 
 
 def test_build_time_prints_each_build_and_their_ratio(cache_dir: Path) -> None:
