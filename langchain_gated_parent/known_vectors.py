@@ -66,9 +66,14 @@ class BatchEmbedding:
         return cls(work, documents, queries)
 
     @property
+    def document_texts(self) -> list[str]:
+        """Every ``embed_documents`` text of the batch: the children's, then the parents'."""
+        return [*self.work.children, *self.work.parents]
+
+    @property
     def new_texts(self) -> list[str]:
         """The ``embed_documents`` texts to embed: those not known, each once."""
-        return _unknown([*self.work.children, *self.work.parents], self.documents)
+        return _unknown(self.document_texts, self.documents)
 
     @property
     def new_queries(self) -> list[str]:
@@ -78,11 +83,9 @@ class BatchEmbedding:
     @property
     def reused(self) -> int:
         """How many of the batch's texts have a known vector (and are not embedded again)."""
-        known = [
-            *(t in self.documents for t in [*self.work.children, *self.work.parents]),
-            *(t in self.queries for t in self.work.queries),
-        ]
-        return sum(known)
+        return sum(t in self.documents for t in self.document_texts) + sum(
+            t in self.queries for t in self.work.queries
+        )
 
     def vectors(
         self, texts: Sequence[Vector], queries: Sequence[Vector]
