@@ -923,8 +923,9 @@ class GatedParentIndex:
                 FORMAT_VERSION,
                 LAYOUT,
             )
-        if self.vectors.save_every_write():
-            logger.info("the vector collections now save their HNSW graph after every write")
+        adopted = self.vectors.adopt_settings()
+        if adopted:
+            logger.info("the vector collections now have this index's %s", " and ".join(adopted))
         if self.config.get(INDEX_NAME) is None:  # an index written before names were kept
             self.config[INDEX_NAME] = self.name
             self._put_config()

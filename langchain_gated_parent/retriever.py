@@ -95,8 +95,6 @@ class _FetchChildren:
 
 _Step = _Begin | _Search | _Sections | _FetchChildren
 
-CHILD_SEARCH_FACTOR = 2
-"""The child-vector search asks for this many children per parent the dense search asks for."""
 _SEARCHES = ThreadPoolExecutor(max_workers=3, thread_name_prefix="gated-search")
 """Runs the independent reads of one sync query concurrently (its thread runs the first)."""
 
@@ -436,7 +434,10 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         neither found out of reach: then the dense search runs in the vector store too, which
         applies it, and adds the matching parents it finds.
         """
-        n_children = CHILD_SEARCH_FACTOR * n if settings.child_weight else 0
+        # As many children as parents: twice as many measured the same on QASPER train (both
+        # settings) and cost 0.19 ms a query at 1,169 papers (BENCHMARKS.md, "Latency across
+        # the collection").
+        n_children = n if settings.child_weight else 0
         exact = every is not None
         unfiltered = self.index.searches_apply(settings.filter)
         n_dense = 0 if exact or (n_children and unfiltered) else n

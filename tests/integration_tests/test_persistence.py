@@ -24,7 +24,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_gated_parent import GatedParentIndex, cli, keys
 from langchain_gated_parent.formats import PARENT_IDS_ON_VECTORS
 from langchain_gated_parent.splitters import ParentChildSplit, split_document
-from langchain_gated_parent.stores.chroma import SYNC_THRESHOLD
+from langchain_gated_parent.stores.chroma import SEARCH_EF, SYNC_THRESHOLD
 from langchain_gated_parent.stores.section_reads import EXACT_DOCUMENTS
 from tests.integration_tests.crash_worker import ROOT
 from tests.integration_tests.stores import StoreSpec, fake_embeddings
@@ -210,27 +210,32 @@ def check_an_older_index_gets_parent_ids(open_index: Callable[[], GatedParentInd
 def check_every_write_is_saved_in_the_vector_graph(
     open_index: Callable[[], GatedParentIndex],
 ) -> None:
-    """The collections save their HNSW graph after every write, older ones from their next.
+    """The collections save their HNSW graph after every write and search with the index's
+    ``ef_search``, older ones from their next write.
 
     So no process that opens the index inserts vectors of its own into its copy of the graph
     (what ``benchmarks.same_answers`` measures); an open changes no setting, a write does.
     """
     index = open_index()
     index.add_documents(labelled(EXACT_DOCUMENTS + 2))
-    assert sync_thresholds(open_index()) == [SYNC_THRESHOLD, SYNC_THRESHOLD]
-    for collection in (index.parents, index.children):  # as releases before it created them
-        collection.modify(configuration={"hnsw": {"sync_threshold": 1000}})
+    assert hnsw_settings(open_index()) == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
+    for collection in (index.parents, index.children):  # as releases before them created them
+        collection.modify(configuration={"hnsw": {"sync_threshold": 1000, "ef_search": 100}})
     reopened = open_index()
-    assert sync_thresholds(reopened) == [1000, 1000]
+    assert hnsw_settings(reopened) == [(1000, 100)] * 2
     reopened.add_documents(
         [Document(page_content="# Notes\n\nKept cold.", metadata={"doc_id": "n"})]
     )
-    assert sync_thresholds(open_index()) == [SYNC_THRESHOLD, SYNC_THRESHOLD]
+    assert hnsw_settings(open_index()) == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
 
 
-def sync_thresholds(index: GatedParentIndex) -> list[int]:
-    """Each collection's ``sync_threshold``, as Chroma holds it for a newly opened index."""
-    return [c.configuration_json["hnsw"]["sync_threshold"] for c in (index.parents, index.children)]
+def hnsw_settings(index: GatedParentIndex) -> list[tuple[int, int]]:
+    """Each collection's ``(sync_threshold, ef_search)``, as Chroma holds them for a newly
+    opened index."""
+    return [
+        (c.configuration_json["hnsw"]["sync_threshold"], c.configuration_json["hnsw"]["ef_search"])
+        for c in (index.parents, index.children)
+    ]
 
 
 def unsaved_vectors(chroma_folder: Path) -> dict[str, int]:

@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_gated_parent import GatedParentIndex, ParagraphSplitter, SectionSplitter, keys
-from langchain_gated_parent.stores.chroma import SYNC_THRESHOLD
+from langchain_gated_parent.stores.chroma import SEARCH_EF, SYNC_THRESHOLD
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -129,37 +129,65 @@ def test_a_langchain_chroma_vector_store_is_accepted_with_its_settings() -> None
     assert hits[0].metadata[keys.DOC_ID] == "P-1"
 
 
-def sync_thresholds(client: Any, name: str) -> list[int]:
-    """The ``sync_threshold`` Chroma holds for an index's two collections (read anew)."""
-    return [
-        client.get_collection(f"{name}-{part}").configuration_json["hnsw"]["sync_threshold"]
-        for part in ("parents", "children")
-    ]
+def chroma_default_ef_search() -> int:
+    """Chroma's own ``ef_search``: what a collection created without settings holds."""
+    collection = chromadb.EphemeralClient().get_or_create_collection("no-settings")
+    return int(collection.configuration_json["hnsw"]["ef_search"])
 
 
-def test_a_chroma_naming_its_own_sync_threshold_keeps_it_through_writes() -> None:
+def hnsw_settings(client: Any, name: str) -> list[tuple[int, int]]:
+    """``(sync_threshold, ef_search)`` as Chroma holds them for an index's two collections."""
+    found = []
+    for part in ("parents", "children"):
+        hnsw = client.get_collection(f"{name}-{part}").configuration_json["hnsw"]
+        found.append((hnsw["sync_threshold"], hnsw["ef_search"]))
+    return found
+
+
+def test_a_new_index_s_collections_save_every_write_and_search_with_its_ef() -> None:
+    client = chromadb.EphemeralClient()
+    GatedParentIndex(CountingEmbeddings(), client=client, name="fresh")
+    assert hnsw_settings(client, "fresh") == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
+    assert chroma_default_ef_search() != SEARCH_EF
+
+
+def test_a_chroma_naming_its_own_hnsw_settings_keeps_them_through_writes() -> None:
     vectorstore = Chroma(
         collection_name="own-sync",
         embedding_function=CountingEmbeddings(),
         client=chromadb.EphemeralClient(),
-        collection_configuration={"hnsw": {"sync_threshold": 500}},
+        collection_configuration={"hnsw": {"sync_threshold": 500, "ef_search": 80}},
     )
     index = GatedParentIndex(client=vectorstore)
     index.add_documents([PAPER])
-    assert sync_thresholds(vectorstore._client, "own-sync") == [500, 500]
+    assert hnsw_settings(vectorstore._client, "own-sync") == [(500, 80), (500, 80)]
 
 
-def test_collections_created_with_another_sync_threshold_get_the_index_s_at_a_write() -> None:
+def test_collections_created_with_other_hnsw_settings_get_the_index_s_at_a_write() -> None:
     client = chromadb.EphemeralClient()
+    default_ef = chroma_default_ef_search()
     GatedParentIndex(CountingEmbeddings(), client=client, name="older-sync")
     for part in ("parents", "children"):  # as releases before SYNC_THRESHOLD created them
         client.get_collection(f"older-sync-{part}").modify(
-            configuration={"hnsw": {"sync_threshold": 1000}}
+            configuration={"hnsw": {"sync_threshold": 1000, "ef_search": default_ef}}
         )
     index = GatedParentIndex(CountingEmbeddings(), client=client, name="older-sync")
-    assert sync_thresholds(client, "older-sync") == [1000, 1000]  # an open writes nothing
+    assert hnsw_settings(client, "older-sync") == [(1000, default_ef)] * 2  # an open: unchanged
     index.add_documents([PAPER])
-    assert sync_thresholds(client, "older-sync") == [SYNC_THRESHOLD, SYNC_THRESHOLD]
+    assert hnsw_settings(client, "older-sync") == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
+    hits = index.as_retriever(k=2).invoke("Cells were lysed on ice.")
+    assert hits[0].metadata[keys.DOC_ID] == "P-1"
+
+
+def test_collections_older_only_by_their_ef_get_the_index_s_at_a_write() -> None:
+    client = chromadb.EphemeralClient()
+    GatedParentIndex(CountingEmbeddings(), client=client, name="older-ef")
+    client.get_collection("older-ef-children").modify(
+        configuration={"hnsw": {"ef_search": chroma_default_ef_search()}}
+    )
+    index = GatedParentIndex(CountingEmbeddings(), client=client, name="older-ef")
+    index.add_documents([PAPER])
+    assert hnsw_settings(client, "older-ef") == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
 
 
 def test_a_chroma_of_another_distance_is_refused() -> None:
