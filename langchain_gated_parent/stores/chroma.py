@@ -147,20 +147,19 @@ each time: two processes (a server's workers, or one process before and after a 
 give different answers to the same question on the same index, and each pays for the inserts
 when it opens. A configuration given with the client that names its own ``sync_threshold``
 is kept (BENCHMARKS.md, "The same answers in every process")."""
-SEARCH_EF = 40
-"""Candidates Chroma's HNSW search keeps while it walks the graph (its ``ef_search``; Chroma's
-default is 100; it keeps at least the number of results asked).
+CHILD_SEARCH_EF = 40
+"""Candidates Chroma's HNSW search over the child vectors keeps while it walks the graph (its
+``ef_search``; Chroma's default is 100, which the parent vectors keep; it keeps at least the
+number of results asked).
 
-The gate's vector searches only propose candidate sections, which are then scored exactly from
-their records, so a slightly less exact walk costs little: on QASPER train (888 papers, 2,095
-questions) nDCG@10 and EvidenceRecall@2048 came out within 0.7% of those at 100 in both
-settings, and the child-vector query took 0.33 ms less at 1,169 papers (BENCHMARKS.md, "Latency
-across the collection"). A configuration given with the client that names its own
-``ef_search`` is kept."""
-
-
-ADOPTED_SETTINGS = ("sync_threshold", "ef_search")
-"""The HNSW settings an index gives its collections, and gives again to older ones at a write."""
+The child-vector search only proposes candidate sections, which the gate then scores exactly
+from their records, so a slightly less exact walk costs little: on QASPER train, with the
+child search asking ``n`` children instead of ``2n`` too, the defaults' nDCG@10 came out 1.3%
+lower across the collection and the rest within 0.3%, and the query, the one vector-index
+search a query across the collection makes, took 0.3 ms less at 1,169 papers (BENCHMARKS.md,
+"This release's runs"). The parent vectors keep Chroma's walk: a gate of dense parent search alone
+lost 7.5% of its nDCG@10 on dev at 40. A configuration given with the client that names its
+own ``ef_search`` is kept."""
 
 
 @dataclass(frozen=True)
@@ -291,12 +290,20 @@ class ChromaVectors:
         configuration = dict(source.configuration or {})
         hnsw = {
             "sync_threshold": SYNC_THRESHOLD,
-            "ef_search": SEARCH_EF,
             **dict(configuration.get("hnsw") or {}),
             "space": SPACE,
         }
-        self._settings = {key: hnsw[key] for key in ADOPTED_SETTINGS}
-        self._configuration = cast("CreateCollectionConfiguration", {**configuration, "hnsw": hnsw})
+        child_hnsw = {"ef_search": CHILD_SEARCH_EF, **hnsw}
+        self._settings = {
+            "parents": {"sync_threshold": hnsw["sync_threshold"]},
+            "children": {key: child_hnsw[key] for key in ("sync_threshold", "ef_search")},
+        }
+        """The HNSW settings each collection is given, and given again at a write if it has
+        others (see :meth:`adopt_settings`)."""
+        self._configurations = {
+            part: cast("CreateCollectionConfiguration", {**configuration, "hnsw": settings})
+            for part, settings in (("parents", hnsw), ("children", child_hnsw))
+        }
         self._metadata = dict(source.metadata) if source.metadata else None
         settings = self.client.get_settings()
         local = self.in_process and settings.is_persistent
@@ -313,13 +320,13 @@ class ChromaVectors:
         self._fresh = True
         self.parents: Collection = self.client.get_or_create_collection(
             f"{self.name}-parents",
-            configuration=self._configuration,
+            configuration=self._configurations["parents"],
             metadata=self._metadata,
             embedding_function=None,
         )
         self.children: Collection = self.client.get_or_create_collection(
             f"{self.name}-children",
-            configuration=self._configuration,
+            configuration=self._configurations["children"],
             metadata=self._metadata,
             embedding_function=None,
         )
@@ -356,23 +363,24 @@ class ChromaVectors:
     def adopt_settings(self) -> list[str]:
         """Give collections created with other HNSW settings this index's; the ones changed.
 
-        Collections created by releases before :data:`SYNC_THRESHOLD` or :data:`SEARCH_EF`
-        kept Chroma's defaults, and Chroma keeps a collection's settings from its creation: a
-        write changes them (under the writer lock; an open does not write). Settings without
-        an HNSW section (an index Chroma does not build as HNSW) are left as they are.
+        Collections created by releases before :data:`SYNC_THRESHOLD` or
+        :data:`CHILD_SEARCH_EF` kept Chroma's defaults, and Chroma keeps a collection's
+        settings from its creation: a write changes them (under the writer lock; an open does
+        not write). Settings without an HNSW section (an index Chroma does not build as HNSW)
+        are left as they are.
         """
         changed: list[str] = []
-        for collection in (self.parents, self.children):
+        for part, collection in (("parents", self.parents), ("children", self.children)):
             hnsw = (collection.configuration_json or {}).get("hnsw")
             if hnsw is None:
                 continue
-            differ = {k: v for k, v in self._settings.items() if hnsw.get(k) != v}
+            differ = {k: v for k, v in self._settings[part].items() if hnsw.get(k) != v}
             if differ:
                 with self.writing():
                     collection.modify(
                         configuration=cast("UpdateCollectionConfiguration", {"hnsw": differ})
                     )
-                changed.extend(k for k in differ if k not in changed)
+                changed.extend(f"{k} of the {part}" for k in differ)
         return changed
 
     @property

@@ -24,7 +24,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_gated_parent import GatedParentIndex, cli, keys
 from langchain_gated_parent.formats import PARENT_IDS_ON_VECTORS
 from langchain_gated_parent.splitters import ParentChildSplit, split_document
-from langchain_gated_parent.stores.chroma import SEARCH_EF, SYNC_THRESHOLD
+from langchain_gated_parent.stores.chroma import CHILD_SEARCH_EF, SYNC_THRESHOLD
 from langchain_gated_parent.stores.section_reads import EXACT_DOCUMENTS
 from tests.integration_tests.crash_worker import ROOT
 from tests.integration_tests.stores import StoreSpec, fake_embeddings
@@ -207,26 +207,36 @@ def check_an_older_index_gets_parent_ids(open_index: Callable[[], GatedParentInd
     assert older.verify().ok
 
 
+CHROMA_EF = 100
+"""Chroma's own ``ef_search``, which the parent vectors keep."""
+
+
 def check_every_write_is_saved_in_the_vector_graph(
     open_index: Callable[[], GatedParentIndex],
 ) -> None:
-    """The collections save their HNSW graph after every write and search with the index's
-    ``ef_search``, older ones from their next write.
+    """The collections save their HNSW graph after every write and the children's search walks
+    with the index's ``ef_search``, older ones from their next write.
 
     So no process that opens the index inserts vectors of its own into its copy of the graph
     (what ``benchmarks.same_answers`` measures); an open changes no setting, a write does.
     """
     index = open_index()
     index.add_documents(labelled(EXACT_DOCUMENTS + 2))
-    assert hnsw_settings(open_index()) == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
+    assert hnsw_settings(open_index()) == [
+        (SYNC_THRESHOLD, CHROMA_EF),
+        (SYNC_THRESHOLD, CHILD_SEARCH_EF),
+    ]
     for collection in (index.parents, index.children):  # as releases before them created them
-        collection.modify(configuration={"hnsw": {"sync_threshold": 1000, "ef_search": 100}})
+        collection.modify(configuration={"hnsw": {"sync_threshold": 1000, "ef_search": CHROMA_EF}})
     reopened = open_index()
-    assert hnsw_settings(reopened) == [(1000, 100)] * 2
+    assert hnsw_settings(reopened) == [(1000, CHROMA_EF)] * 2
     reopened.add_documents(
         [Document(page_content="# Notes\n\nKept cold.", metadata={"doc_id": "n"})]
     )
-    assert hnsw_settings(open_index()) == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
+    assert hnsw_settings(open_index()) == [
+        (SYNC_THRESHOLD, CHROMA_EF),
+        (SYNC_THRESHOLD, CHILD_SEARCH_EF),
+    ]
 
 
 def hnsw_settings(index: GatedParentIndex) -> list[tuple[int, int]]:

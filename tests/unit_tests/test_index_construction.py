@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_gated_parent import GatedParentIndex, ParagraphSplitter, SectionSplitter, keys
-from langchain_gated_parent.stores.chroma import SEARCH_EF, SYNC_THRESHOLD
+from langchain_gated_parent.stores.chroma import CHILD_SEARCH_EF, SYNC_THRESHOLD
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -144,11 +144,15 @@ def hnsw_settings(client: Any, name: str) -> list[tuple[int, int]]:
     return found
 
 
-def test_a_new_index_s_collections_save_every_write_and_search_with_its_ef() -> None:
+def test_a_new_index_s_collections_save_every_write_and_its_children_search_with_its_ef() -> None:
     client = chromadb.EphemeralClient()
     GatedParentIndex(CountingEmbeddings(), client=client, name="fresh")
-    assert hnsw_settings(client, "fresh") == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
-    assert chroma_default_ef_search() != SEARCH_EF
+    default_ef = chroma_default_ef_search()
+    assert default_ef != CHILD_SEARCH_EF
+    assert hnsw_settings(client, "fresh") == [
+        (SYNC_THRESHOLD, default_ef),
+        (SYNC_THRESHOLD, CHILD_SEARCH_EF),
+    ]
 
 
 def test_a_chroma_naming_its_own_hnsw_settings_keeps_them_through_writes() -> None:
@@ -167,27 +171,19 @@ def test_collections_created_with_other_hnsw_settings_get_the_index_s_at_a_write
     client = chromadb.EphemeralClient()
     default_ef = chroma_default_ef_search()
     GatedParentIndex(CountingEmbeddings(), client=client, name="older-sync")
-    for part in ("parents", "children"):  # as releases before SYNC_THRESHOLD created them
+    for part in ("parents", "children"):  # as releases before them created them
         client.get_collection(f"older-sync-{part}").modify(
             configuration={"hnsw": {"sync_threshold": 1000, "ef_search": default_ef}}
         )
     index = GatedParentIndex(CountingEmbeddings(), client=client, name="older-sync")
     assert hnsw_settings(client, "older-sync") == [(1000, default_ef)] * 2  # an open: unchanged
     index.add_documents([PAPER])
-    assert hnsw_settings(client, "older-sync") == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
+    assert hnsw_settings(client, "older-sync") == [
+        (SYNC_THRESHOLD, default_ef),
+        (SYNC_THRESHOLD, CHILD_SEARCH_EF),
+    ]
     hits = index.as_retriever(k=2).invoke("Cells were lysed on ice.")
     assert hits[0].metadata[keys.DOC_ID] == "P-1"
-
-
-def test_collections_older_only_by_their_ef_get_the_index_s_at_a_write() -> None:
-    client = chromadb.EphemeralClient()
-    GatedParentIndex(CountingEmbeddings(), client=client, name="older-ef")
-    client.get_collection("older-ef-children").modify(
-        configuration={"hnsw": {"ef_search": chroma_default_ef_search()}}
-    )
-    index = GatedParentIndex(CountingEmbeddings(), client=client, name="older-ef")
-    index.add_documents([PAPER])
-    assert hnsw_settings(client, "older-ef") == [(SYNC_THRESHOLD, SEARCH_EF)] * 2
 
 
 def test_a_chroma_of_another_distance_is_refused() -> None:
