@@ -434,9 +434,8 @@ class GatedParentRetriever(BaseRetriever, SearchFields):
         neither found out of reach: then the dense search runs in the vector store too, which
         applies it, and adds the matching parents it finds.
         """
-        # As many children as parents: twice as many measured the same on QASPER train (both
-        # settings) and cost 0.19 ms a query at 1,169 papers (BENCHMARKS.md, "Latency across
-        # the collection").
+        # As many children as parents: twice as many cost 0.19 ms a query at 1,169 papers
+        # for little on QASPER train (BENCHMARKS.md, "This release's runs").
         n_children = n if settings.child_weight else 0
         exact = every is not None
         unfiltered = self.index.searches_apply(settings.filter)
