@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,12 +34,33 @@ def run(args: argparse.Namespace) -> int:
         from langchain_gated_parent.server import RETRIEVER_PATH, serve  # noqa: PLC0415
     settings = _settings(args)
     open_index(args.index)  # refuses a folder without an index before any worker starts
+    _refuse_an_address_in_use(args.host, args.port)
     base = f"http://{args.host}:{args.port}"
     workers = f" with {args.workers} workers" if args.workers > 1 else ""
     echo(f"serving {args.index} at {base}{RETRIEVER_PATH}/{workers} (Ctrl+C stops)")
     echo(f"playground: {base}{RETRIEVER_PATH}/playground/  health: {base}/health")
     serve(settings, host=args.host, port=args.port)
     return 0
+
+
+def _refuse_an_address_in_use(host: str, port: int) -> None:
+    """Refuse an address this process cannot listen on, naming it and the fix.
+
+    Checked before any worker starts: uvicorn would exit 3 after its own error, which with
+    several workers does not name the address. The probe binds as uvicorn does (address reuse
+    on, so a port left in TIME_WAIT is not refused); a port taken between this check and
+    uvicorn's bind still ends with uvicorn's error.
+    """
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            msg = (
+                f"cannot listen on {host}:{port} ({error.strerror}); pass a free port with "
+                "--port, or stop the process that listens there"
+            )
+            raise CliError(msg) from error
 
 
 def _settings(args: argparse.Namespace) -> ServerSettings:

@@ -69,6 +69,26 @@ def served(
         server.communicate(timeout=60)
 
 
+def test_a_port_in_use_is_refused_with_its_address_before_any_worker_starts(
+    served: tuple[str, Path, subprocess.Popen[str]],
+) -> None:
+    url, directory, _ = served
+    port = url.rsplit(":", 1)[1]  # the served fixture's server listens there
+    for workers in ("1", "2"):
+        second = subprocess.run(
+            [*CLI, "serve", "--index", str(directory), "--port", port, "--workers", workers],
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT,
+            check=False,
+        )
+        assert second.returncode == 1, second.stderr
+        assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
+        assert "--port" in second.stderr
+        assert "serving" not in second.stdout  # refused before it announced anything
+    assert invoke(url).status_code == 200  # the first server is untouched
+
+
 def invoke(url: str, k: int | None = None) -> httpx.Response:
     body: dict[str, object] = {"input": QUERY}
     if k is not None:
