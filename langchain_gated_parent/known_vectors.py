@@ -13,6 +13,7 @@ vector.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from langchain_gated_parent.prepare import heading_context
@@ -70,12 +71,15 @@ class BatchEmbedding:
         """Every ``embed_documents`` text of the batch: the children's, then the parents'."""
         return [*self.work.children, *self.work.parents]
 
-    @property
+    @cached_property
     def new_texts(self) -> list[str]:
-        """The ``embed_documents`` texts to embed: those not known, each once."""
+        """The ``embed_documents`` texts to embed: those not known, each once.
+
+        Worked out once: the batch embeds them, then :meth:`vectors` places their vectors.
+        """
         return _unknown(self.document_texts, self.documents)
 
-    @property
+    @cached_property
     def new_queries(self) -> list[str]:
         """The ``embed_query`` texts to embed: those not known, each once."""
         return _unknown(self.work.queries, self.queries)
